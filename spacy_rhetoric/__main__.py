@@ -1,0 +1,4 @@
+from spacy_rhetoric.cli import main
+
+if __name__ == "__main__":
+    main()

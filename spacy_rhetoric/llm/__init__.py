@@ -1,0 +1,1 @@
+"""LLM backends, prompts and fine-tuning for rhetorical generation and judging."""
