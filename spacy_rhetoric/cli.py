@@ -18,6 +18,8 @@ app = typer.Typer(
 )
 convert_app = typer.Typer(help="Convert corpora to spaCy DocBins (.spacy).", no_args_is_help=True)
 app.add_typer(convert_app, name="convert")
+benchmark_app = typer.Typer(help="Measure speed (words/second, peak memory).", no_args_is_help=True)
+app.add_typer(benchmark_app, name="benchmark")
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Corpus converters, one module per corpus format."""

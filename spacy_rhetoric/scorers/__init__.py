@@ -1,0 +1,1 @@
+"""Registered scorers, one module per scorer family."""
