@@ -22,6 +22,51 @@ benchmark_app = typer.Typer(help="Measure speed (words/second, peak memory).", n
 app.add_typer(benchmark_app, name="benchmark")
 
 
+def _vocab():
+    import spacy
+
+    return spacy.blank("zh").vocab
+
+
+def _print_table(title: str, stats: dict) -> None:
+    from wasabi import msg
+
+    rows = [(split, *values.values()) for split, values in stats.items()]
+    header = ("split", *next(iter(stats.values())).keys())
+    msg.table(rows, header=header, title=title, divider=True)
+
+
+@convert_app.command("pse-i")
+def convert_pse_i_cmd(
+    pse_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with splits.json and xml/"),
+    output_dir: Path = typer.Argument(..., help="Writes train/dev/optimization/test.spacy here"),
+) -> None:
+    """PSE-I XML -> one Doc per paragraph with gold words, sentences and parallelisms."""
+    from dataclasses import asdict
+
+    from .corpora.pse_i import PseStats, convert_pse_i
+
+    stats = {k: asdict(v) for k, v in convert_pse_i(pse_dir, output_dir, _vocab()).items()}
+    total = PseStats()
+    for values in stats.values():
+        total.add(PseStats(**values))
+    stats["total"] = asdict(total)
+    _print_table(f"PSE-I -> {output_dir}", stats)
+
+
+@convert_app.command("simile")
+def convert_simile_cmd(
+    simile_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with the *-Train/Dev/Test.tsv files"),
+    output_dir: Path = typer.Argument(..., help="Writes train/dev/test.spacy here"),
+) -> None:
+    """Simile corpus TSV -> one Doc per sentence with cats and tenor/vehicle/comparator spans."""
+    from .corpora.simile import convert_simile
+
+    stats = convert_simile(simile_dir, output_dir, _vocab())
+    stats["total"] = {k: sum(v[k] for v in stats.values()) for k in next(iter(stats.values()))}
+    _print_table(f"Simile corpus -> {output_dir}", stats)
+
+
 def main() -> None:
     """Entry point of the ``rhetoric`` console script."""
     app()
