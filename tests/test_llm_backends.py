@@ -1,0 +1,168 @@
+"""LLM backends: the OpenAI-compatible client against the in-process fake
+server (retries, timeouts, failures, secrets), and the local transformers
+backend on a tiny random Qwen2 model."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+from spacy.util import registry
+
+from fake_openai import FakeOpenAIServer, bad_body, malformed, slow, status, valid
+from spacy_rhetoric.llm.base import LLMBackend
+from spacy_rhetoric.llm.openai_compatible import OpenAICompatibleBackend
+
+SECRET = "sk-test-5f2a9c1e-DO-NOT-LEAK"
+ENV = "RHETORIC_TEST_API_KEY"
+CONV = [[{"role": "user", "content": "写一个比喻句。"}]]
+
+
+def make_backend(server, **kwargs) -> OpenAICompatibleBackend:
+    kwargs.setdefault("api_key_env", ENV)
+    kwargs.setdefault("timeout", 2.0)
+    kwargs.setdefault("max_retries", 2)
+    kwargs.setdefault("backoff", 0.01)
+    return OpenAICompatibleBackend(server.base_url, "fake-model", **kwargs)
+
+
+@pytest.fixture
+def api_key(monkeypatch):
+    monkeypatch.setenv(ENV, SECRET)
+    return SECRET
+
+
+def test_registered_and_protocol():
+    cfg = {
+        "backend": {
+            "@llm_backends": "spacy_rhetoric.OpenAICompatible.v1",
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "m",
+            "api_key_env": ENV,
+            "timeout": 5.0,
+            "max_retries": 1,
+        }
+    }
+    backend = registry.resolve(cfg)["backend"]
+    assert isinstance(backend, OpenAICompatibleBackend)
+    assert isinstance(backend, LLMBackend)
+    assert backend.url == "http://127.0.0.1:9/v1/chat/completions"
+
+
+def test_valid_answers_n_and_logprobs(api_key):
+    answer = '{"generation": "月亮像一只小船。"}'
+    with FakeOpenAIServer(default=valid(answer, logprobs=[-0.5, -0.25])) as srv:
+        out = make_backend(srv, logprobs=True).chat(CONV * 2, n=3, temperature=0.7, max_new_tokens=20)
+    assert [len(x) for x in out] == [3, 3]
+    assert all(c.ok and c.text == answer for x in out for c in x)
+    assert out[0][0].logprob == pytest.approx(-0.75) and out[0][0].n_tokens == 2
+    body = srv.requests[0].body
+    assert body["model"] == "fake-model" and body["n"] == 3 and body["max_tokens"] == 20
+    assert body["messages"] == CONV[0] and body["temperature"] == 0.7
+    assert srv.requests[0].headers["Authorization"] == f"Bearer {SECRET}"
+
+
+def test_server_ignoring_n_is_asked_again():
+    with FakeOpenAIServer(default=valid('{"generation": "x"}', ignore_n=True)) as srv:
+        out = make_backend(srv, api_key_env=None).chat(CONV, n=3)
+    assert len(out[0]) == 3 and all(c.ok for c in out[0])
+    assert len(srv.requests) == 3
+    assert "Authorization" not in srv.requests[0].headers
+
+
+def test_429_then_success_is_retried(api_key):
+    with FakeOpenAIServer([status(429, retry_after=0.05), status(503), valid('{"generation": "好"}')]) as srv:
+        out = make_backend(srv).chat(CONV)
+    c = out[0][0]
+    assert c.ok and c.text == '{"generation": "好"}'
+    assert c.meta["attempts"] == 3 and len(srv.requests) == 3
+    # Retry-After was honoured: the second request came >= 0.05 s after the first.
+    assert srv.requests[1].time - srv.requests[0].time >= 0.04
+
+
+def test_persistent_5xx_is_reported_not_raised(api_key, caplog):
+    with FakeOpenAIServer(default=status(500)) as srv:
+        with caplog.at_level(logging.INFO):
+            out = make_backend(srv, max_retries=2).chat(CONV, n=2)
+    assert len(srv.requests) == 3  # 1 + max_retries
+    assert [c.ok for c in out[0]] == [False, False]
+    assert out[0][0].error.startswith("HTTP 500")
+    assert "retrying" in caplog.text
+
+
+def test_client_error_is_not_retried(api_key):
+    with FakeOpenAIServer(default=status(400, body='{"error": "bad request"}')) as srv:
+        out = make_backend(srv).chat(CONV)
+    assert len(srv.requests) == 1 and "HTTP 400" in out[0][0].error
+
+
+def test_timeout_then_success_and_persistent_timeout(api_key):
+    with FakeOpenAIServer([slow(1.0), valid('{"generation": "快"}')]) as srv:
+        out = make_backend(srv, timeout=0.3, max_retries=1).chat(CONV)
+    assert out[0][0].ok and out[0][0].meta["attempts"] == 2
+    with FakeOpenAIServer(default=slow(1.0)) as srv:
+        out = make_backend(srv, timeout=0.2, max_retries=1).chat(CONV)
+    assert not out[0][0].ok and out[0][0].error == "timeout after 0.2 s"
+
+
+def test_malformed_http_body_is_a_failure(api_key):
+    with FakeOpenAIServer(default=bad_body()) as srv:
+        out = make_backend(srv).chat(CONV)
+    assert "malformed response" in out[0][0].error
+    assert len(srv.requests) == 1
+
+
+def test_malformed_answer_text_is_passed_through(api_key):
+    # The backend does not judge content; the prompt parser reports it.
+    with FakeOpenAIServer(default=malformed("not json at all")) as srv:
+        out = make_backend(srv).chat(CONV)
+    assert out[0][0].ok and out[0][0].text == "not json at all"
+
+
+def test_connection_refused_is_a_failure(api_key):
+    with FakeOpenAIServer() as srv:
+        url = srv.base_url
+    backend = OpenAICompatibleBackend(url, "m", api_key_env=ENV, timeout=0.5, max_retries=1, backoff=0.01)
+    out = backend.chat(CONV)
+    assert out[0][0].error.startswith("connection error")
+
+
+def test_concurrency_is_bounded(api_key):
+    with FakeOpenAIServer(default=slow(0.15, '{"generation": "x"}')) as srv:
+        out = make_backend(srv, concurrency=2).chat(CONV * 6)
+    assert all(c.ok for x in out for c in x)
+    assert srv.max_in_flight == 2
+
+
+def test_api_key_never_in_errors_or_logs(api_key, caplog):
+    # A server that echoes the Authorization header in its error body.
+    echo = status(401, body=f'{{"error": "invalid key Bearer {SECRET}"}}')
+    with FakeOpenAIServer(default=echo) as srv:
+        backend = make_backend(srv)
+        with caplog.at_level(logging.DEBUG):
+            out = backend.chat(CONV)
+    err = out[0][0].error
+    assert "HTTP 401" in err and ENV in err
+    assert SECRET not in err and "***" in err
+    assert SECRET not in caplog.text
+    assert SECRET not in repr(backend) and SECRET not in str(vars(backend))
+
+
+def test_missing_key_warns_and_sends_no_auth(monkeypatch, caplog):
+    monkeypatch.delenv(ENV, raising=False)
+    with FakeOpenAIServer() as srv:
+        with caplog.at_level(logging.WARNING):
+            out = make_backend(srv).chat(CONV)
+    assert out[0][0].ok
+    assert "Authorization" not in srv.requests[0].headers
+    assert ENV in caplog.text
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        OpenAICompatibleBackend("", "m")
+    with pytest.raises(ValueError):
+        OpenAICompatibleBackend("http://x", "m", timeout=0)
+    backend = OpenAICompatibleBackend("http://127.0.0.1:9/v1", "m")
+    with pytest.raises(ValueError):
+        backend.chat(CONV, n=0)
+    assert backend.chat([]) == []
