@@ -67,6 +67,21 @@ def convert_simile_cmd(
     _print_table(f"Simile corpus -> {output_dir}", stats)
 
 
+@convert_app.command("cmdag")
+def convert_cmdag_cmd(
+    cmdag_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with val.json and test.json"),
+    output_dir: Path = typer.Argument(..., help="Writes val.spacy and test.spacy here"),
+) -> None:
+    """CMDAG JSON -> Docs of the contexts with tenor/vehicle spans found by string search."""
+    import spacy
+
+    from .corpora.cmdag import convert_cmdag
+
+    stats = convert_cmdag(cmdag_dir, output_dir, spacy.blank("zh"))
+    table = {k: {f: getattr(v, f) for f in ("records", "located", "not_located", "docs")} for k, v in stats.items()}
+    _print_table(f"CMDAG -> {output_dir} (records whose strings do not occur are not located)", table)
+
+
 def main() -> None:
     """Entry point of the ``rhetoric`` console script."""
     app()
