@@ -1,1 +1,12 @@
+"""spacy-rhetoric: find, explain and generate rhetorical devices in Chinese prose.
+
+Importing the package registers its factories, architectures and scorers
+with spaCy (they are also reachable through the entry points in setup.cfg).
+"""
+from .spangroups import parallelisms, set_parallelisms
+from .scorers import clauses as _clause_scorers  # noqa: F401
+from .components import clause_segmenter as _clause_segmenter  # noqa: F401
 from spacy_rhetoric.llm import openai_compatible  # noqa: F401  registers spacy_rhetoric.OpenAICompatible.v1
+
+__all__ = ["parallelisms", "set_parallelisms"]
+__version__ = "0.1.0"

@@ -1,0 +1,205 @@
+"""Rule-based clause and sentence segmentation for Chinese prose.
+
+A clause is a text span ended by clause punctuation (ConFiguRe, Zhu et al.
+2022, ``papers/001`` §3.1: ``， ； 。 ？ ！ …… —— ：``), here with the ASCII and
+full-width variants real essays use, and by line breaks. Closing quotes and
+brackets that follow the punctuation stay with their clause. A sentence ends
+at sentence punctuation (``。 ？ ！`` and variants, with ``……`` optional) or at
+a line break.
+
+The component works on tokens, so it runs after any tokenizer (characters,
+pkuseg words, gold LTP words): a token ends a clause when it consists only of
+punctuation characters and contains at least one clause-ending character;
+following closing quotes/brackets and further punctuation join that clause.
+
+Output:
+- ``doc.spans[spans_key]`` (default ``"clauses"``): the clauses, label
+  ``clause``, never empty and never starting or ending with whitespace;
+- ``token.is_sent_start`` for every token (the doc's sentences).
+
+Edge cases (documented results): text without punctuation is one clause per
+line; text with no character other than punctuation and whitespace yields no
+clauses (and one sentence per line); whitespace-only and empty docs get no
+clauses. ASCII ``. , :`` between two digits (``3.14``, ``1,000``, ``12:30``)
+do not end a clause.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+
+#: Clause-ending characters that do not end a sentence.
+CLAUSE_PUNCT = "，,；;：:…—"
+#: Sentence-ending characters (they also end a clause).
+SENTENCE_PUNCT = "。．.？?！!"
+#: Closing quotes and brackets: they stay with the clause before them.
+CLOSING_PUNCT = "”’」』）)】》〉」］]}\"'"
+#: ASCII characters that do not end anything between two digits.
+NUMERIC_SEPARATORS = ".,:"
+
+
+class ClauseSegmenter:
+    """Splits a Doc into clauses and sentences by punctuation (see module doc).
+
+    clause_punct / sentence_punct / closing_punct: character sets (strings).
+    split_on_newline: whether a line break ends a clause and a sentence.
+    spans_key: the span group written; label: the clauses' label.
+    """
+
+    def __init__(
+        self,
+        nlp: Language,
+        name: str = "clause_segmenter",
+        *,
+        clause_punct: str = CLAUSE_PUNCT,
+        sentence_punct: str = SENTENCE_PUNCT,
+        closing_punct: str = CLOSING_PUNCT,
+        split_on_newline: bool = True,
+        spans_key: str = "clauses",
+        label: str = "clause",
+        scorer: Optional[Callable] = None,
+    ) -> None:
+        self.name = name
+        self.clause_punct = set(clause_punct) | set(sentence_punct)
+        self.sentence_punct = set(sentence_punct)
+        self.closing_punct = set(closing_punct)
+        self.split_on_newline = split_on_newline
+        self.spans_key = spans_key
+        self.label = label
+        self.scorer = scorer
+
+    def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, Optional[float]]:
+        """Clause and sentence boundary P/R/F (see ``scorers/clauses.py``)."""
+        return self.scorer(examples, spans_key=self.spans_key, **kwargs) if self.scorer else {}
+
+    # -- token classes -------------------------------------------------------
+    def _is_punct(self, text: str) -> bool:
+        chars = self.clause_punct | self.closing_punct
+        return bool(text) and all(c in chars for c in text)
+
+    def _ends_clause(self, doc: Doc, i: int) -> bool:
+        text = doc[i].text
+        if not self._is_punct(text) or not any(c in self.clause_punct for c in text):
+            return False
+        if text in NUMERIC_SEPARATORS and 0 < i < len(doc) - 1:
+            # 3.14, 1,000, 12:30: the separator sits between digits
+            return not (doc[i - 1].text[-1:].isdigit() and doc[i + 1].text[:1].isdigit() and not doc[i - 1].whitespace_)
+        return True
+
+    def _is_newline(self, token) -> bool:
+        return self.split_on_newline and ("\n" in token.text or "\n" in token.whitespace_)
+
+    # -- segmentation ----------------------------------------------------------
+    def boundaries(self, doc: Doc) -> List[Tuple[int, int, bool]]:
+        """Raw segments ``(start, end, ends_sentence)`` covering the doc."""
+        segments, start, i, n = [], 0, 0, len(doc)
+        while i < n:
+            token = doc[i]
+            if self._is_newline(token):
+                segments.append((start, i + 1, True))
+                start = i + 1
+            elif self._ends_clause(doc, i):
+                j = i + 1
+                while j < n and self._is_punct(doc[j].text) and not self._is_newline(doc[j - 1]):
+                    j += 1
+                ends_sent = any(c in self.sentence_punct for t in doc[i:j] for c in t.text)
+                if j < n and self._is_newline(doc[j - 1]):
+                    ends_sent = True
+                segments.append((start, j, ends_sent))
+                start, i = j, j
+                continue
+            i += 1
+        if start < n:
+            segments.append((start, n, True))
+        return segments
+
+    def _has_content(self, span: Span) -> bool:
+        return any(not t.is_space and not self._is_punct(t.text) for t in span)
+
+    def _trim(self, doc: Doc, start: int, end: int) -> Tuple[int, int]:
+        while start < end and doc[start].is_space:
+            start += 1
+        while end > start and doc[end - 1].is_space:
+            end -= 1
+        return start, end
+
+    def __call__(self, doc: Doc) -> Doc:
+        clauses: List[Span] = []
+        segments = self.boundaries(doc)
+        pending_start: Optional[int] = None  # punctuation-only run before content
+        for start, end, _ in segments:
+            s, e = self._trim(doc, start, end)
+            if s >= e:
+                continue
+            if not self._has_content(doc[s:e]):
+                if clauses and clauses[-1].end == s:
+                    clauses[-1] = Span(doc, clauses[-1].start, e, label=self.label)
+                elif pending_start is None:
+                    pending_start = s
+                continue
+            if pending_start is not None:
+                s, pending_start = pending_start, None
+            clauses.append(Span(doc, s, e, label=self.label))
+        doc.spans[self.spans_key] = clauses
+        self._set_sentences(doc, segments)
+        return doc
+
+    def _set_sentences(self, doc: Doc, segments: Iterable[Tuple[int, int, bool]]) -> None:
+        if not len(doc):
+            return
+        starts = {0}
+        for _, end, ends_sent in segments:
+            if ends_sent and end < len(doc):
+                starts.add(end)
+        # whitespace and line breaks after a sentence end belong to it
+        for i in sorted(starts - {0}):
+            j = i
+            while j < len(doc) and doc[j].is_space:
+                j += 1
+            if j != i and j < len(doc):
+                starts.discard(i)
+                starts.add(j)
+        for token in doc:
+            token.is_sent_start = token.i in starts
+
+
+@Language.factory(
+    "clause_segmenter",
+    default_config={
+        "clause_punct": CLAUSE_PUNCT,
+        "sentence_punct": SENTENCE_PUNCT,
+        "closing_punct": CLOSING_PUNCT,
+        "split_on_newline": True,
+        "spans_key": "clauses",
+        "label": "clause",
+        "scorer": {"@scorers": "spacy_rhetoric.clause_scorer.v1"},
+    },
+    assigns=["token.is_sent_start", "doc.spans"],
+    default_score_weights={"clause_boundary_f": 0.5, "sent_boundary_f": 0.5, "clause_boundary_p": None,
+                           "clause_boundary_r": None, "sent_boundary_p": None, "sent_boundary_r": None},
+)
+def make_clause_segmenter(
+    nlp: Language,
+    name: str,
+    clause_punct: str,
+    sentence_punct: str,
+    closing_punct: str,
+    split_on_newline: bool,
+    spans_key: str,
+    label: str,
+    scorer: Optional[Callable],
+) -> ClauseSegmenter:
+    return ClauseSegmenter(
+        nlp,
+        name,
+        clause_punct=clause_punct,
+        sentence_punct=sentence_punct,
+        closing_punct=closing_punct,
+        split_on_newline=split_on_newline,
+        spans_key=spans_key,
+        label=label,
+        scorer=scorer,
+    )
