@@ -1,0 +1,307 @@
+"""Local backend: a Hugging Face causal LM (optionally with a peft LoRA adapter).
+
+Registered as ``spacy_rhetoric.Transformers.v1`` in ``registry.llm_backends``::
+
+    [components.rhetoric_generator.backend]
+    @llm_backends = "spacy_rhetoric.Transformers.v1"
+    model_path = "/models/Qwen1.5-7B-Chat"
+    adapter_path = "training/generator/adapter"
+
+The model is loaded lazily at the first call, always with
+``local_files_only=True``: a path or a model name already in the local
+Hugging Face cache; nothing is downloaded at run time. Prompts are formatted
+with the tokenizer's chat template. Decoding is greedy when temperature is 0
+(beam search returning ``n`` beams when ``n > 1``, so candidates differ and
+stay deterministic), sampling otherwise. Each answer's log-probability is
+computed by a teacher-forced pass of the model over prompt + answer, i.e.
+under the unmodified model distribution (temperature 1).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, List, Optional, Sequence, Tuple
+
+from .base import Completion, Message, registry
+
+logger = logging.getLogger(__name__)
+
+
+def pick_device(device: str = "auto") -> str:
+    """``"auto"`` -> ``"cuda"`` when a CUDA GPU is visible, else ``"cpu"``;
+    any other value is returned unchanged (``"cpu"``, ``"cuda:1"``, ...)."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class TransformersBackend:
+    """Chat with a local causal LM.
+
+    model_path: directory (or cached model name) of the base model and
+        tokenizer; the tokenizer must have a chat template.
+    adapter_path: optional peft LoRA adapter directory (peft format, e.g.
+        written by ``rhetoric finetune``).
+    device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda:0"``, ...
+    dtype: ``"auto"`` (float32 on CPU, the checkpoint's dtype on GPU),
+        ``"float32"``, ``"bfloat16"`` or ``"float16"``.
+    batch_size: conversations per forward batch.
+    max_input_tokens: longer prompts are not truncated (that would cut the
+        instruction or context silently) but answered with a failure.
+    seed: seeds torch before sampling, for reproducible sampled candidates.
+    """
+
+    def __init__(
+        self,
+        model_path: str,
+        adapter_path: Optional[str] = None,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 8,
+        max_input_tokens: int = 4096,
+        seed: Optional[int] = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_path = str(model_path)
+        self.adapter_path = str(adapter_path) if adapter_path else None
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = int(batch_size)
+        self.max_input_tokens = int(max_input_tokens)
+        self.seed = seed
+        self._model: Any = None
+        self._tokenizer: Any = None
+
+    def __repr__(self) -> str:
+        return f"TransformersBackend(model_path={self.model_path!r}, adapter_path={self.adapter_path!r})"
+
+    # -- loading ----------------------------------------------------------
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, **kwargs: Any) -> "TransformersBackend":
+        """Wrap an already loaded model (e.g. during fine-tuning)."""
+        backend = cls(getattr(model, "name_or_path", "<in memory>") or "<in memory>", **kwargs)
+        backend._model, backend._tokenizer = model, tokenizer
+        _prepare_tokenizer(tokenizer)
+        return backend
+
+    def load(self) -> None:
+        """Load tokenizer, model and adapter (once). Raises ``OSError`` when
+        the model or adapter is not available locally."""
+        if self._model is not None:
+            return
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        device = pick_device(self.device)
+        tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
+        if not getattr(tokenizer, "chat_template", None):
+            raise ValueError(f"tokenizer at {self.model_path} has no chat template")
+        _prepare_tokenizer(tokenizer)
+        if self.dtype == "auto":
+            torch_dtype: Any = torch.float32 if device == "cpu" else "auto"
+        else:
+            torch_dtype = getattr(torch, self.dtype)
+        model = AutoModelForCausalLM.from_pretrained(
+            self.model_path, local_files_only=True, torch_dtype=torch_dtype
+        )
+        if self.adapter_path:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, self.adapter_path, is_trainable=False)
+        model.to(device).eval()
+        self._model, self._tokenizer = model, tokenizer
+        logger.info("loaded %s (adapter %s) on %s", self.model_path, self.adapter_path, device)
+
+    @property
+    def model(self) -> Any:
+        self.load()
+        return self._model
+
+    @property
+    def tokenizer(self) -> Any:
+        self.load()
+        return self._tokenizer
+
+    # -- public API -------------------------------------------------------
+    def chat(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_new_tokens: int = 128,
+    ) -> List[List[Completion]]:
+        """Answer each conversation ``n`` times (see ``LLMBackend.chat``).
+
+        ``Completion.logprob`` is the natural-log probability of the answer
+        tokens (including the end-of-turn token when generated),
+        ``n_tokens`` their number. Raises ``ValueError`` for ``n < 1``.
+        """
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        if not conversations:
+            return []
+        prompts = [self._prompt_ids(conv) for conv in conversations]
+        results: List[Optional[List[Completion]]] = [None] * len(prompts)
+        todo = []
+        for i, ids in enumerate(prompts):
+            if len(ids) > self.max_input_tokens:
+                err = f"prompt too long: {len(ids)} tokens > max_input_tokens={self.max_input_tokens}"
+                results[i] = [Completion(text="", error=err) for _ in range(n)]
+            else:
+                todo.append(i)
+        for start in range(0, len(todo), self.batch_size):
+            idx = todo[start : start + self.batch_size]
+            answers = self._generate([prompts[i] for i in idx], n, temperature, max_new_tokens)
+            for j, i in enumerate(idx):
+                results[i] = answers[j * n : (j + 1) * n]
+        return [r or [] for r in results]
+
+    def score(
+        self, conversations: Sequence[Sequence[Message]], answers: Sequence[str]
+    ) -> List[Tuple[float, int]]:
+        """Teacher-forced ``(logprob, n_tokens)`` of each given ``answer``
+        (followed by the end-of-turn token) after its conversation; natural
+        log. Perplexity = ``exp(-logprob / n_tokens)``."""
+        if len(conversations) != len(answers):
+            raise ValueError("conversations and answers must have the same length")
+        tok = self.tokenizer
+        out: List[Tuple[float, int]] = []
+        for start in range(0, len(answers), self.batch_size):
+            prompts = [self._prompt_ids(c) for c in conversations[start : start + self.batch_size]]
+            conts = [
+                tok(a, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+                for a in answers[start : start + self.batch_size]
+            ]
+            out.extend(self._logprobs(prompts, conts))
+        return out
+
+    # -- internals --------------------------------------------------------
+    def _prompt_ids(self, conversation: Sequence[Message]) -> List[int]:
+        text = self.tokenizer.apply_chat_template(
+            list(conversation), add_generation_prompt=True, tokenize=False
+        )
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _stop_ids(self) -> List[int]:
+        ids = {self.tokenizer.eos_token_id}
+        gen_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        if isinstance(gen_eos, int):
+            ids.add(gen_eos)
+        elif isinstance(gen_eos, (list, tuple)):
+            ids.update(gen_eos)
+        return sorted(i for i in ids if i is not None)
+
+    def _generate(
+        self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int
+    ) -> List[Completion]:
+        import torch
+
+        model, tok = self.model, self.tokenizer
+        input_ids, attention = _left_pad(prompts, tok.pad_token_id, model.device)
+        stop = self._stop_ids()
+        kwargs: dict = {
+            "max_new_tokens": int(max_new_tokens),
+            "num_return_sequences": n,
+            "pad_token_id": tok.pad_token_id,
+            "eos_token_id": stop,
+        }
+        if temperature <= 0:
+            kwargs.update(do_sample=False, num_beams=n if n > 1 else 1)
+            if n == 1:
+                kwargs.update(temperature=None, top_p=None, top_k=None)
+        else:
+            if self.seed is not None:
+                torch.manual_seed(self.seed)
+            kwargs.update(do_sample=True, temperature=float(temperature))
+        with torch.no_grad():
+            seqs = model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
+        width = input_ids.shape[1]
+        continuations = [_cut_at_stop(row[width:].tolist(), stop, tok.pad_token_id) for row in seqs]
+        expanded = [p for p in prompts for _ in range(n)]
+        scores = self._logprobs(expanded, continuations)
+        completions = []
+        for cont, (logprob, n_tokens) in zip(continuations, scores):
+            finished = bool(cont) and cont[-1] in stop
+            text = tok.decode(cont, skip_special_tokens=True)
+            meta = {"finish_reason": "stop" if finished else "length"}
+            completions.append(Completion(text=text, logprob=logprob, n_tokens=n_tokens, meta=meta))
+        return completions
+
+    def _logprobs(self, prompts: List[List[int]], conts: List[List[int]]) -> List[Tuple[float, int]]:
+        """Sum of log p(cont_t | prompt, cont_<t) for each pair, one padded batch."""
+        import torch
+
+        model, tok = self.model, self.tokenizer
+        if not prompts:
+            return []
+        full = [p + c for p, c in zip(prompts, conts)]
+        input_ids, attention = _left_pad(full, tok.pad_token_id, model.device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        with torch.no_grad():
+            logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions).logits
+        logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+        targets = input_ids[:, 1:]
+        token_lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        width = input_ids.shape[1]
+        out = []
+        for row, cont in enumerate(conts):
+            k = len(cont)
+            value = float(token_lp[row, width - 1 - k :].sum()) if k else 0.0
+            out.append((value, k))
+        return out
+
+
+def _prepare_tokenizer(tokenizer: Any) -> None:
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+
+
+def _left_pad(rows: List[List[int]], pad_id: int, device: Any):
+    """Left-padded ``Ints2d (batch, max_len)`` ids and attention mask."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
+            mask[i, width - len(r) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _cut_at_stop(ids: List[int], stop: List[int], pad_id: int) -> List[int]:
+    """Answer ids up to and including the first stop token; padding dropped."""
+    for i, t in enumerate(ids):
+        if t in stop:
+            return ids[: i + 1]
+    while ids and ids[-1] == pad_id:
+        ids = ids[:-1]
+    return ids
+
+
+@registry.llm_backends("spacy_rhetoric.Transformers.v1")
+def make_transformers_backend(
+    model_path: str,
+    adapter_path: Optional[str] = None,
+    device: str = "auto",
+    dtype: str = "auto",
+    batch_size: int = 8,
+    max_input_tokens: int = 4096,
+    seed: Optional[int] = None,
+) -> TransformersBackend:
+    """Registered factory of :class:`TransformersBackend` (see there)."""
+    return TransformersBackend(
+        model_path,
+        adapter_path,
+        device=device,
+        dtype=dtype,
+        batch_size=batch_size,
+        max_input_tokens=max_input_tokens,
+        seed=seed,
+    )
