@@ -82,6 +82,101 @@ def convert_cmdag_cmd(
     _print_table(f"CMDAG -> {output_dir} (records whose strings do not occur are not located)", table)
 
 
+@app.command("build-kb")
+def build_kb_cmd(
+    output: Path = typer.Argument(..., help="KB JSON file to write"),
+    simile: List[Path] = typer.Option([], "--simile", exists=True, dir_okay=False, help="Simile-corpus TSV (use the Train split)"),
+    cmdag: List[Path] = typer.Option([], "--cmdag", exists=True, dir_okay=False, help="CMDAG JSON file"),
+) -> None:
+    """Build the HAUSER simile knowledge base: n(tenor, vehicle) and N_vehicle counts."""
+    from wasabi import msg
+
+    import time
+
+    from .evaluation.kb import build_kb
+
+    start = time.perf_counter()
+    kb = build_kb(simile, cmdag)
+    kb.to_disk(output)
+    msg.info(f"built and saved in {time.perf_counter() - start:.2f} s")
+    msg.table([(s["name"], s["file"], s["samples"], s["pairs"]) for s in kb.sources], header=("source", "file", "samples", "pairs"), divider=True)
+    msg.good(f"KB {output}: " + ", ".join(f"{k} {v}" for k, v in kb.size().items()))
+
+
+@app.command("hauser-cmdag")
+def hauser_cmdag_cmd(
+    kb_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="KB JSON from build-kb"),
+    cmdag_file: Path = typer.Argument(..., exists=True, dir_okay=False, help="CMDAG JSON to score (test.json)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write per-record scores (JSONL) and <output>.summary.json"),
+    nlp_path: Optional[str] = typer.Option(None, "--nlp", help="spaCy pipeline whose tokenizer counts vehicle words (default: blank zh, characters)"),
+    examples: int = typer.Option(3, "--examples", help="Highest/lowest examples to print per score"),
+) -> None:
+    """HAUSER relevance / creativity / informativeness of CMDAG metaphors against a KB."""
+    from .evaluation.cmdag_hauser import print_report, score_file
+
+    print_report(*score_file(kb_path, cmdag_file, output=output, nlp_path=nlp_path), examples=examples)
+
+
+@convert_app.command("cerd")
+def convert_cerd_cmd(
+    task: str = typer.Argument(..., help="rc, fc, cc, ce or rg"),
+    paths: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="CERD JSON files"),
+    output_dir: Path = typer.Option(..., "--output", "-o", help="Writes <file stem>.spacy here"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", help="Segment with this model (default: characters)"),
+) -> None:
+    """CERD JSON (RC/FC/CC/CE/RG records) -> one single-sentence Doc per record."""
+    from .corpora.cerd import convert_cerd
+    from .tokenizer import make_nlp
+
+    counts = convert_cerd(list(paths), task.lower(), output_dir, make_nlp(pkuseg_model))
+    _print_table(f"CERD {task.upper()} -> {output_dir}", {k: {"docs": v} for k, v in counts.items()})
+
+
+@app.command("train-segmenter")
+def train_segmenter_cmd(
+    train: List[Path] = typer.Option(..., "--train", help="Training DocBins (gold words), repeatable"),
+    dev: Path = typer.Option(..., "--dev", help="DocBin pkuseg reports its own score on while training"),
+    output_dir: Path = typer.Option(..., "--output", help="Folder for the pkuseg model"),
+    iterations: int = typer.Option(10, help="pkuseg training iterations"),
+) -> None:
+    """Train a spacy-pkuseg word segmenter on the gold words of DocBins."""
+    import tempfile
+
+    from .corpora.docbin import read_docbin
+    from .tokenizer import sentence_words, train_pkuseg, write_segmentation_file
+
+    vocab = _vocab()
+    with tempfile.TemporaryDirectory() as tmp:
+        train_txt, dev_txt = Path(tmp) / "train.txt", Path(tmp) / "dev.txt"
+        n = write_segmentation_file((w for p in train for w in sentence_words(read_docbin(p, vocab))), train_txt)
+        write_segmentation_file(sentence_words(read_docbin(dev, vocab)), dev_txt)
+        typer.echo(f"Training pkuseg on {n} sentences for {iterations} iterations")
+        train_pkuseg(train_txt, dev_txt, output_dir, iterations)
+    typer.echo(f"Saved pkuseg model to {output_dir}")
+
+
+@app.command("evaluate-segmenter")
+def evaluate_segmenter_cmd(
+    data: List[Path] = typer.Argument(..., help="DocBins with gold words"),
+    model: Optional[Path] = typer.Option(None, "--model", help="pkuseg model folder; none = character segmentation"),
+    output: Optional[Path] = typer.Option(None, "--output", help="Write the scores as JSON here"),
+) -> None:
+    """Word-level P/R/F of the tokenizer against the gold words of DocBins."""
+    import srsly
+
+    from .corpora.docbin import read_docbin
+    from .tokenizer import make_nlp, segment, segmentation_prf, sentence_words
+
+    nlp = make_nlp(model)
+    scores = {}
+    for path in data:
+        gold, pred = segment(nlp, sentence_words(read_docbin(path, nlp.vocab)))
+        scores[str(path)] = segmentation_prf(gold, pred)
+    _print_table(f"Word segmentation ({model or 'characters'})", scores)
+    if output:
+        srsly.write_json(output, scores)
+
+
 def main() -> None:
     """Entry point of the ``rhetoric`` console script."""
     app()

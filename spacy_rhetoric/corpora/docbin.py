@@ -28,3 +28,10 @@ def write_docbin(docs: Iterable[Doc], path: Path) -> int:
 def read_docbin(path: Path, vocab: Vocab) -> Iterator[Doc]:
     """Docs of a DocBin written by :func:`write_docbin`."""
     yield from DocBin().from_disk(path).get_docs(vocab)
+
+
+def mark_single_sentence(doc: Doc) -> Doc:
+    """Make the whole doc one sentence (for one-sentence corpus records)."""
+    for token in doc:
+        token.is_sent_start = token.i == 0
+    return doc

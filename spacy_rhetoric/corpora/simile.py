@@ -24,7 +24,7 @@ from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
 from ..errors import CorpusFormatError
-from .docbin import ANNOTATED_KEY, write_docbin
+from .docbin import ANNOTATED_KEY, mark_single_sentence, write_docbin
 
 LABELS = ("simile", "literal")
 COMPARATOR_CHAR = "像"
@@ -124,10 +124,7 @@ def comparator_index(words: List[str], spans: List[Tuple[int, int, str]]) -> Opt
 
 def sentence_to_doc(vocab: Vocab, path: Path, sent: SimileSentence) -> Doc:
     """One Doc (one sentence) with cats, sentence-level and component gold."""
-    doc = Doc(vocab, words=sent.words, spaces=[False] * len(sent.words))
-    doc[0].is_sent_start = True
-    for token in doc[1:]:
-        token.is_sent_start = False
+    doc = mark_single_sentence(Doc(vocab, words=sent.words, spaces=[False] * len(sent.words)))
     is_simile = sent.label == "simile"
     doc.cats = {"coarse/metaphor": float(is_simile), "form/simile": float(is_simile)}
     whole = [Span(doc, 0, len(doc), label="metaphor")] if is_simile else []
