@@ -1,0 +1,464 @@
+"""``rhetoric_generator``: controllable rhetorical generation (CERD task RG).
+
+Given up to k preceding sentences, a coarse device (metaphor,
+personification, hyperbole) and an object (tenor / personification object /
+hyperbole object), an LLM generates a sentence that uses the device on the
+object and continues the context (Liu et al. 2024, ``papers/000``, §3.2).
+The backend is chosen in the config with ``@llm_backends``; candidates are
+reranked by a pluggable scorer from ``registry.misc`` (default
+``spacy_rhetoric.LogprobReranker.v1``; ``spacy_rhetoric.HauserReranker.v1``
+when the evaluation suite is installed).
+
+In a pipeline the component writes ``doc._.rhetoric_suggestions``: one dict
+per requested sentence (by index, by explicit request, or by ``policy``)::
+
+    {"sentence": 3, "start_char": 40, "end_char": 58, "text": "...",
+     "rhetoric": "metaphor", "object": "月光",
+     "candidates": [{"text": ..., "score": ..., "logprob": ..., "repaired": ...}],
+     "failures": [{"raw": ..., "error": ...}], "skipped": None}
+
+Answers that do not parse are listed under ``failures`` with their raw text;
+nothing is invented. Docs without sentence boundaries are treated as one
+sentence; empty docs get an empty list.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+from spacy.util import ensure_path, minibatch, registry
+
+from ..llm.base import Completion, LLMBackend
+from ..llm.prompts import RG_DEVICES, parse_generation, rg_messages
+from ..llm.records import split_sentences
+from ..taxonomy import LITERAL, OBJECT_COMPONENT
+
+logger = logging.getLogger(__name__)
+
+#: ``scorer(candidates, *, context, rhetoric, object, logprobs) -> scores``
+Reranker = Callable[..., List[float]]
+POLICIES = ("none", "literal", "all")
+OBJECT_POS = ("NOUN", "PROPN")
+
+if not Doc.has_extension("rhetoric_suggestions"):
+    Doc.set_extension("rhetoric_suggestions", default=None)
+
+
+@dataclass
+class Candidate:
+    """One generated sentence.
+
+    text: the parsed generation ("" for a failure). score: reranker score
+    (higher is better; None for a failure). logprob: the backend's answer
+    log-probability (natural log) or None. raw: the model's raw answer.
+    error: why it failed (backend error or unparseable answer), else None.
+    repaired: True when the answer needed the parser's repair step.
+    """
+
+    text: str
+    score: Optional[float]
+    logprob: Optional[float]
+    raw: str
+    error: Optional[str] = None
+    repaired: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@registry.misc("spacy_rhetoric.LogprobReranker.v1")
+def make_logprob_reranker(length_normalize: bool = True) -> Reranker:
+    """Score candidates by the model's log-probability of the answer.
+
+    length_normalize: divide by the candidate's length in characters (sum
+    log-probabilities favour short answers; for Chinese, characters are a
+    close proxy of tokens). Candidates without a log-probability (backends
+    that do not report it) all get the same score, one below the lowest
+    known score (0.0 when none is known), so the sort keeps their order.
+    """
+
+    def scorer(
+        candidates: List[str],
+        *,
+        context: List[str],
+        rhetoric: str,
+        object: str,
+        logprobs: List[Optional[float]],
+    ) -> List[float]:
+        known = []
+        for text, lp in zip(candidates, logprobs):
+            if lp is None:
+                known.append(None)
+            else:
+                known.append(lp / max(1, len(text)) if length_normalize else lp)
+        values = [v for v in known if v is not None]
+        floor = (min(values) - 1.0) if values else 0.0
+        return [floor if v is None else float(v) for v in known]
+
+    return scorer
+
+
+@Language.factory(
+    "rhetoric_generator",
+    assigns=["doc._.rhetoric_suggestions"],
+    requires=[],
+    default_config={
+        "backend": {
+            "@llm_backends": "spacy_rhetoric.OpenAICompatible.v1",
+            "base_url": "http://127.0.0.1:8000/v1",
+            "model": "default",
+            "api_key_env": "OPENAI_API_KEY",
+            "timeout": 60.0,
+            "max_retries": 3,
+        },
+        "reranker": {"@misc": "spacy_rhetoric.LogprobReranker.v1"},
+        "policy": "none",
+        "rhetorics": ["metaphor"],
+        "n_context": 3,
+        "n_candidates": 3,
+        "temperature": 0.7,
+        "max_new_tokens": 96,
+        "language": "zh",
+        "rewrite": True,
+        "max_sentence_chars": 300,
+    },
+)
+def make_rhetoric_generator(
+    nlp: Language,
+    name: str,
+    backend: LLMBackend,
+    reranker: Reranker,
+    policy: str,
+    rhetorics: List[str],
+    n_context: int,
+    n_candidates: int,
+    temperature: float,
+    max_new_tokens: int,
+    language: str,
+    rewrite: bool,
+    max_sentence_chars: int,
+) -> "RhetoricGenerator":
+    """Factory of :class:`RhetoricGenerator` (see there for the settings)."""
+    return RhetoricGenerator(
+        nlp.vocab,
+        backend,
+        name=name,
+        reranker=reranker,
+        policy=policy,
+        rhetorics=rhetorics,
+        n_context=n_context,
+        n_candidates=n_candidates,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        language=language,
+        rewrite=rewrite,
+        max_sentence_chars=max_sentence_chars,
+    )
+
+
+class RhetoricGenerator:
+    """Suggest rhetorical sentences with an LLM (CERD RG).
+
+    backend: any :class:`LLMBackend`. reranker: see ``Reranker``.
+    policy: which sentences get suggestions when the caller names none:
+        ``"none"`` (only requested ones), ``"literal"`` (sentences whose
+        ``sent._.rhetoric`` has no device, i.e. the rhetoric textcat judged
+        them literal; without textcat output, sentences outside
+        ``doc.spans["rhetoric"]``), ``"all"``.
+    rhetorics: devices to suggest for policy-chosen sentences (each of
+        metaphor/personification/hyperbole).
+    n_context: k, the number of preceding sentences given as context.
+    n_candidates: candidates asked for per request (identical generations
+        are merged, so fewer may come back).
+    temperature, max_new_tokens: decoding settings passed to the backend.
+    language: prompt language, ``"zh"`` (CERD's) or ``"en"``.
+    rewrite: include the sentence being replaced in the prompt (rewrite
+        suggestion); off gives CERD's original RG prompt.
+    max_sentence_chars: longer target sentences are skipped (reason given);
+        longer context sentences keep their last ``max_sentence_chars``
+        characters, so the prompt stays bounded.
+
+    Raises ``ValueError`` for an unknown policy, device or language.
+    """
+
+    def __init__(
+        self,
+        vocab: Any,
+        backend: LLMBackend,
+        *,
+        name: str = "rhetoric_generator",
+        reranker: Optional[Reranker] = None,
+        policy: str = "none",
+        rhetorics: Sequence[str] = ("metaphor",),
+        n_context: int = 3,
+        n_candidates: int = 3,
+        temperature: float = 0.7,
+        max_new_tokens: int = 96,
+        language: str = "zh",
+        rewrite: bool = True,
+        max_sentence_chars: int = 300,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        bad = [r for r in rhetorics if r not in RG_DEVICES]
+        if bad:
+            raise ValueError(f"rhetorics must be among {RG_DEVICES}, got {bad}")
+        if language not in ("zh", "en"):
+            raise ValueError(f"language must be 'zh' or 'en', got {language!r}")
+        if n_candidates < 1 or n_context < 0:
+            raise ValueError("n_candidates must be >= 1 and n_context >= 0")
+        self.vocab = vocab
+        self.name = name
+        self.backend = backend
+        self.reranker = reranker or make_logprob_reranker()
+        self.cfg: Dict[str, Any] = {
+            "policy": policy,
+            "rhetorics": list(rhetorics),
+            "n_context": int(n_context),
+            "n_candidates": int(n_candidates),
+            "temperature": float(temperature),
+            "max_new_tokens": int(max_new_tokens),
+            "language": language,
+            "rewrite": bool(rewrite),
+            "max_sentence_chars": int(max_sentence_chars),
+        }
+
+    # -- plain Python API ---------------------------------------------------
+    def generate(
+        self,
+        doc_or_context: Union[Doc, Sequence[str], str, None],
+        rhetoric: str,
+        object: str,
+        n: Optional[int] = None,
+        *,
+        original: Optional[str] = None,
+    ) -> List[Candidate]:
+        """Generate ``n`` candidate sentences (CERD RG).
+
+        doc_or_context: the text the sentence should follow: a Doc (its last
+            k sentences), a list of sentences, a string (split into
+            sentences), or None/empty for no context.
+        rhetoric: metaphor, personification or hyperbole. object: the tenor /
+            personification object / hyperbole object.
+        Returns successful candidates best first (by the reranker), then
+        failures (``ok`` False, with raw answer and error). Raises
+        ``ValueError`` for an unknown device or an empty object.
+        """
+        context = self._context_of(doc_or_context)
+        results = self._run([(context, rhetoric, object, original)], n or self.cfg["n_candidates"])
+        return results[0]
+
+    # -- pipeline API -------------------------------------------------------
+    def __call__(
+        self,
+        doc: Doc,
+        *,
+        sentences: Optional[Sequence[int]] = None,
+        requests: Optional[Sequence[dict]] = None,
+    ) -> Doc:
+        """Write ``doc._.rhetoric_suggestions``.
+
+        sentences: sentence indices to suggest for (devices from
+            ``rhetorics``, objects found as for the policy).
+        requests: explicit ``{"sentence": i, "rhetoric": ..., "object": ...}``.
+        Without either, ``policy`` chooses. Pass them with
+        ``nlp(text, component_cfg={"rhetoric_generator": {"sentences": [2]}})``.
+        Raises ``IndexError`` for a sentence index out of range.
+        """
+        return next(iter(self._process([doc], sentences=sentences, requests=requests)))
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 16) -> Iterator[Doc]:
+        """Process docs in batches; one backend call per batch of docs, so a
+        server sees up to ``concurrency`` requests at once."""
+        for batch in minibatch(stream, size=batch_size):
+            yield from self._process(list(batch))
+
+    # -- serialisation (settings only; the backend is rebuilt from config) ---
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
+        """Write the settings as ``cfg`` JSON. The backend is not saved: it
+        is described by the pipeline config (model names, paths, the *name*
+        of the API key variable), so no secret can end up on disk."""
+        path = ensure_path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "cfg").write_text(json.dumps(self.cfg, ensure_ascii=False, indent=2), encoding="utf8")
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "RhetoricGenerator":
+        """Read the settings written by :meth:`to_disk`."""
+        cfg_path = ensure_path(path) / "cfg"
+        if cfg_path.exists():
+            self.cfg.update(json.loads(cfg_path.read_text(encoding="utf8")))
+        return self
+
+    # -- internals ----------------------------------------------------------
+    def _context_of(self, value: Union[Doc, Sequence[str], str, None]) -> List[str]:
+        if value is None:
+            sents: List[str] = []
+        elif isinstance(value, Doc):
+            sents = [s.text for s in _sentences(value)]
+        elif isinstance(value, str):
+            sents = split_sentences(value)
+        else:
+            sents = [str(s) for s in value]
+        return self._clip_context(sents)
+
+    def _clip_context(self, sents: Sequence[str]) -> List[str]:
+        k, limit = self.cfg["n_context"], self.cfg["max_sentence_chars"]
+        kept = [s.strip() for s in sents if s and s.strip()]
+        kept = kept[-k:] if k else []
+        return [s[-limit:] for s in kept]
+
+    def _targets(self, doc: Doc, sents: List[Span], sentences, requests) -> List[dict]:
+        if requests is not None:
+            out = []
+            for req in requests:
+                i = int(req["sentence"])
+                _check_index(i, sents)
+                out.append({"sentence": i, "rhetoric": req["rhetoric"], "object": req.get("object")})
+            return out
+        if sentences is not None:
+            indices = [int(i) for i in sentences]
+            for i in indices:
+                _check_index(i, sents)
+        elif self.cfg["policy"] == "all":
+            indices = list(range(len(sents)))
+        elif self.cfg["policy"] == "literal":
+            indices = [i for i, s in enumerate(sents) if _is_literal(doc, s)]
+        else:
+            indices = []
+        return [{"sentence": i, "rhetoric": r, "object": None} for i in indices for r in self.cfg["rhetorics"]]
+
+    def _process(self, docs: List[Doc], sentences=None, requests=None) -> List[Doc]:
+        jobs, slots = [], []
+        for doc in docs:
+            sents = _sentences(doc)
+            suggestions: List[dict] = []
+            for target in self._targets(doc, sents, sentences, requests):
+                sent = sents[target["sentence"]]
+                entry = {
+                    "sentence": target["sentence"],
+                    "start_char": sent.start_char,
+                    "end_char": sent.end_char,
+                    "text": sent.text,
+                    "rhetoric": target["rhetoric"],
+                    "object": target["object"] or _find_object(doc, sent, target["rhetoric"]),
+                    "candidates": [],
+                    "failures": [],
+                    "skipped": None,
+                }
+                if entry["object"] is None:
+                    entry["skipped"] = f"no {OBJECT_COMPONENT.get(entry['rhetoric'], 'object')} found in the sentence"
+                elif len(sent.text) > self.cfg["max_sentence_chars"]:
+                    entry["skipped"] = f"sentence longer than max_sentence_chars={self.cfg['max_sentence_chars']}"
+                else:
+                    context = self._clip_context([s.text for s in sents[: target["sentence"]]])
+                    original = sent.text if self.cfg["rewrite"] else None
+                    jobs.append((context, entry["rhetoric"], entry["object"], original))
+                    slots.append(entry)
+                suggestions.append(entry)
+            doc._.rhetoric_suggestions = suggestions
+        if jobs:
+            for entry, cands in zip(slots, self._run(jobs, self.cfg["n_candidates"])):
+                entry["candidates"] = [c.to_dict() for c in cands if c.ok]
+                entry["failures"] = [{"raw": c.raw, "error": c.error} for c in cands if not c.ok]
+        return docs
+
+    def _run(self, jobs: List[tuple], n: int) -> List[List[Candidate]]:
+        """jobs: ``(context, rhetoric, object, original)``; one backend call."""
+        lang = self.cfg["language"]
+        convs = [rg_messages(r, o, ctx, language=lang, original=orig) for ctx, r, o, orig in jobs]
+        answers = self.backend.chat(
+            convs,
+            n=n,
+            temperature=self.cfg["temperature"],
+            max_new_tokens=self.cfg["max_new_tokens"],
+        )
+        return [self._rank(job, comps) for job, comps in zip(jobs, answers)]
+
+    def _rank(self, job: tuple, completions: List[Completion]) -> List[Candidate]:
+        context, rhetoric, obj, _ = job
+        good: Dict[str, Candidate] = {}
+        failures: List[Candidate] = []
+        for comp in completions:
+            if not comp.ok:
+                failures.append(Candidate("", None, None, comp.text, error=comp.error))
+                continue
+            parsed = parse_generation(comp.text)
+            if not parsed.ok:
+                failures.append(Candidate("", None, comp.logprob, comp.text, error=parsed.error))
+                continue
+            cand = Candidate(parsed.generation, None, comp.logprob, comp.text, repaired=parsed.repaired)
+            prev = good.get(cand.text)
+            if prev is None or _lp(cand) > _lp(prev):
+                good[cand.text] = cand
+        ranked = list(good.values())
+        if ranked:
+            scores = self.reranker(
+                [c.text for c in ranked],
+                context=list(context),
+                rhetoric=rhetoric,
+                object=obj,
+                logprobs=[c.logprob for c in ranked],
+            )
+            if len(scores) != len(ranked):
+                raise ValueError(f"reranker returned {len(scores)} scores for {len(ranked)} candidates")
+            for cand, score in zip(ranked, scores):
+                cand.score = float(score)
+            ranked.sort(key=lambda c: c.score, reverse=True)
+        if failures:
+            logger.info("%d of %d answers failed: %s", len(failures), len(completions), failures[0].error)
+        return ranked + failures
+
+
+def _lp(cand: Candidate) -> float:
+    return cand.logprob if cand.logprob is not None else float("-inf")
+
+
+def _sentences(doc: Doc) -> List[Span]:
+    """The doc's sentences; the whole doc when it has no sentence boundaries;
+    none for an empty or whitespace-only doc."""
+    if not doc.text.strip():
+        return []
+    if doc.has_annotation("SENT_START"):
+        return list(doc.sents)
+    return [doc[:]]
+
+
+def _check_index(i: int, sents: List[Span]) -> None:
+    if not 0 <= i < len(sents):
+        raise IndexError(f"sentence index {i} out of range: the doc has {len(sents)} sentences")
+
+
+def _is_literal(doc: Doc, sent: Span) -> bool:
+    """Literal per the textcat (``sent._.rhetoric``), else per the absence of
+    the sentence from ``doc.spans["rhetoric"]``."""
+    analysis = sent._.rhetoric if Span.has_extension("rhetoric") else None
+    if analysis is not None:
+        coarse = analysis.get("coarse") or {}
+        return not [lab for lab in coarse if lab != LITERAL]
+    group = doc.spans.get("rhetoric") if "rhetoric" in doc.spans else []
+    return not any(s.start < sent.end and sent.start < s.end for s in group)
+
+
+def _find_object(doc: Doc, sent: Span, rhetoric: str) -> Optional[str]:
+    """The object for ``rhetoric`` in ``sent``: a predicted component span of
+    the device's object type (``doc.spans["rhetoric_components"]``), else the
+    first noun/proper noun when the doc has POS tags, else None."""
+    label = OBJECT_COMPONENT.get(rhetoric)
+    if "rhetoric_components" in doc.spans:
+        for span in doc.spans["rhetoric_components"]:
+            if span.label_ == label and sent.start <= span.start and span.end <= sent.end:
+                return span.text
+    if doc.has_annotation("POS"):
+        for token in sent:
+            if token.pos_ in OBJECT_POS:
+                return token.text
+    return None
