@@ -177,6 +177,127 @@ def evaluate_segmenter_cmd(
         srsly.write_json(output, scores)
 
 
+@app.command("generate")
+def generate_cmd(
+    rhetoric: str = typer.Option(..., "--rhetoric", "-r", help="metaphor, personification or hyperbole"),
+    obj: str = typer.Option(..., "--object", "-o", help="Tenor / personification object / hyperbole object"),
+    context: str = typer.Option("", "--context", "-c", help="Preceding text (its last k sentences are used)"),
+    context_file: Optional[Path] = typer.Option(None, "--context-file", exists=True, dir_okay=False, help="Read the preceding text from this file"),
+    n: int = typer.Option(3, "--n", help="Candidates to generate"),
+    model_path: Optional[str] = typer.Option(None, "--model-path", help="Local transformers model (Transformers.v1)"),
+    adapter_path: Optional[str] = typer.Option(None, "--adapter-path", help="peft LoRA adapter for --model-path"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server (OpenAICompatible.v1)"),
+    model: str = typer.Option("default", "--model", help="Model name for --base-url"),
+    api_key_env: Optional[str] = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Env var holding the API key"),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per HTTP request"),
+    temperature: float = typer.Option(0.7, "--temperature", help="0 = greedy / deterministic"),
+    max_new_tokens: int = typer.Option(96, "--max-new-tokens"),
+    k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
+    language: str = typer.Option("zh", "--language", help="Prompt language: zh (CERD) or en"),
+) -> None:
+    """Generate sentences using a rhetorical device on an object (CERD RG); prints JSON lines, best first."""
+    import json
+
+    from .components.rhetoric_generator import RhetoricGenerator
+    from .llm.openai_compatible import OpenAICompatibleBackend
+    from .llm.transformers_backend import TransformersBackend
+
+    if (model_path is None) == (base_url is None):
+        raise typer.BadParameter("give exactly one of --model-path or --base-url")
+    if model_path is not None:
+        backend = TransformersBackend(model_path, adapter_path)
+    else:
+        backend = OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=timeout)
+    text = context_file.read_text(encoding="utf8") if context_file else context
+    gen = RhetoricGenerator(None, backend, n_context=k, n_candidates=n, temperature=temperature,
+                            max_new_tokens=max_new_tokens, language=language)
+    for cand in gen.generate(text, rhetoric, obj, n):
+        typer.echo(json.dumps(cand.to_dict(), ensure_ascii=False))
+
+
+@app.command("rg-records")
+def rg_records_cmd(
+    output: Path = typer.Argument(..., help="JSONL file of RG records to write"),
+    simile_dir: Optional[Path] = typer.Option(None, "--simile-dir", exists=True, file_okay=False, help="Simile corpus folder"),
+    cmdag_dir: Optional[Path] = typer.Option(None, "--cmdag-dir", exists=True, file_okay=False, help="CMDAG folder"),
+    simile_split: List[str] = typer.Option(["Train"], "--simile-split", help="Train, Dev and/or Test"),
+    cmdag_split: List[str] = typer.Option(["val"], "--cmdag-split", help="val and/or test"),
+    k: int = typer.Option(3, "--k", help="Preceding sentences kept as context"),
+) -> None:
+    """Derive RG training records (object = tenor, device = metaphor) from the simile corpus and CMDAG."""
+    from .llm.records import derive_rg_records, write_jsonl
+
+    records, stats = derive_rg_records(simile_dir, cmdag_dir, simile_splits=simile_split, cmdag_splits=cmdag_split, k=k)
+    n = write_jsonl(records, output)
+    for source, counts in stats.items():
+        typer.echo(f"{source}: " + ", ".join(f"{key} {value}" for key, value in sorted(counts.items())))
+    typer.echo(f"wrote {n} RG records to {output}")
+
+
+@app.command("finetune")
+def finetune_cmd(
+    model_path: str = typer.Argument(..., help="Local base model (path or cached name; never downloaded)"),
+    output_dir: Path = typer.Argument(..., help="Checkpoints, adapter/, train_log.jsonl, summary.json"),
+    records: List[Path] = typer.Option([], "--records", exists=True, dir_okay=False, help="RG records: .jsonl (rg-records) or .json (CERD); repeatable"),
+    simile_dir: Optional[Path] = typer.Option(None, "--simile-dir", exists=True, file_okay=False, help="Derive records from the simile corpus (Train split)"),
+    cmdag_dir: Optional[Path] = typer.Option(None, "--cmdag-dir", exists=True, file_okay=False, help="Derive records from CMDAG (val part)"),
+    max_records: int = typer.Option(0, "--max-records", help="Use only the first N records (0 = all)"),
+    steps: int = typer.Option(50, "--steps", help="Optimizer steps (CERD: 50 single-task)"),
+    batch_size: int = typer.Option(32, "--batch-size"),
+    micro_batch_size: int = typer.Option(4, "--micro-batch-size"),
+    lr: float = typer.Option(2e-4, "--lr"),
+    r: int = typer.Option(32, "--r", help="LoRA rank"),
+    alpha: int = typer.Option(32, "--alpha", help="LoRA alpha"),
+    save_every: int = typer.Option(25, "--save-every"),
+    max_length: int = typer.Option(1024, "--max-length", help="Skip longer examples (tokens)"),
+    k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
+    language: str = typer.Option("zh", "--language", help="Prompt language: zh or en"),
+    seed: int = typer.Option(0, "--seed"),
+    threads: int = typer.Option(0, "--threads", help="torch CPU threads (0 = default)"),
+    device: str = typer.Option("auto", "--device", help="auto (CUDA when present), cpu, cuda:0, ..."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint in OUTPUT_DIR"),
+) -> None:
+    """LoRA fine-tuning for rhetorical generation (CERD settings: r=32, alpha=32, lr 2e-4, cosine, AdamW)."""
+    from .llm.finetune import FinetuneConfig, finetune
+    from .llm.records import derive_rg_records, load_records
+
+    recs = load_records(records, k=k)
+    derived, stats = derive_rg_records(simile_dir, cmdag_dir, k=k)
+    recs.extend(derived)
+    for source, counts in stats.items():
+        typer.echo(f"{source}: {counts['records']} records")
+    if max_records:
+        recs = recs[:max_records]
+    if not recs:
+        raise typer.BadParameter("no RG records: give --records, --simile-dir or --cmdag-dir")
+    cfg = FinetuneConfig(r=r, alpha=alpha, lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
+                         max_steps=steps, save_every=save_every, max_length=max_length, k=k,
+                         language=language, seed=seed, threads=threads, device=device)
+    s = finetune(model_path, recs, output_dir, cfg, resume=resume)
+    typer.echo(f"records {s['n_records']} (skipped too long {s['n_skipped_too_long']}), steps {s['start_step']}->{s['steps']}, "
+               f"loss {s['first_loss']:.4f} -> {s['last_loss']:.4f}")
+    typer.echo(f"throughput {s['tokens_per_second']:.1f} tokens/s ({s['tokens']} tokens in {s['train_seconds']:.2f} s) on {s['device']}")
+    typer.echo(f"adapter saved to {s['adapter']}")
+
+
+@app.command("build-tiny-llm")
+def build_tiny_llm_cmd(
+    output_dir: Path = typer.Argument(..., help="Folder for the model and tokenizer"),
+    records: List[Path] = typer.Option([], "--records", exists=True, dir_okay=False, help="RG records whose characters form the vocabulary"),
+    max_chars: int = typer.Option(400, "--max-chars", help="Characters in the vocabulary"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Build a tiny RANDOM Qwen2 chat model + character tokenizer (for tests and throughput smoke runs only)."""
+    from .llm.prompts import format_answer, render_rg_prompt
+    from .llm.records import load_records
+    from .llm.tiny import build_tiny_chat_model
+
+    texts = [render_rg_prompt(r.rhetoric, r.object, r.previous_sentences) + format_answer(r.target)
+             for r in load_records(records)]
+    path = build_tiny_chat_model(output_dir, texts, max_chars=max_chars, seed=seed)
+    typer.echo(f"tiny random model saved to {path}")
+
+
 def main() -> None:
     """Entry point of the ``rhetoric`` console script."""
     app()
