@@ -6,6 +6,7 @@ with spaCy (they are also reachable through the entry points in setup.cfg).
 from .spangroups import parallelisms, set_parallelisms
 from .scorers import clauses as _clause_scorers  # noqa: F401
 from .components import clause_segmenter as _clause_segmenter  # noqa: F401
+from .components import parallelism_linker as _parallelism_linker  # noqa: F401
 from spacy_rhetoric.llm import openai_compatible  # noqa: F401  registers spacy_rhetoric.OpenAICompatible.v1
 from spacy_rhetoric.llm import transformers_backend as _transformers_backend  # noqa: F401
 from .components import rhetoric_generator as _rhetoric_generator  # noqa: F401

@@ -1,0 +1,334 @@
+"""The ``parallelism_linker`` component: rhetorical parallelism detection.
+
+Encoder-CRF sequence labeller of Bothwell et al. 2023 (§6.2): a tok2vec (or
+transformer) listener gives one vector per word, an optional BiLSTM encodes
+the sequence, a linear layer maps to tag space and a linear-chain CRF
+(:mod:`spacy_rhetoric.crf`) scores tag sequences; Viterbi decoding gives one
+tag per word, and the tags (:mod:`spacy_rhetoric.tagging`, scheme and link
+type set in the config) decode to parallelisms, written with
+:func:`spacy_rhetoric.spangroups.set_parallelisms` (``doc.spans["parallelism"]``
+plus one group per parallelism).
+
+Long documents: there is no training window. The CNN, the BiLSTM and the
+CRF all run over the whole document, so a document longer than any seen in
+training is tagged in full (never truncated); links longer than any seen in
+training cannot be predicted (their tags are not in the label set).
+"""
+
+from itertools import islice
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.util import registry
+from spacy.vocab import Vocab
+from thinc.api import Config, Linear, Model, PyTorchLSTM, chain, list2padded, padded2list, set_dropout_rate, with_array
+from thinc.types import Floats2d
+
+from ..crf import CRF, Mask, crf_decode, crf_loss
+from ..scorers.parallelism import same_tokens, score_parallelism
+from ..spangroups import PARALLELISM_KEY, parallelism_offsets, set_parallelisms
+from ..tagging import TagScheme, parse_tag
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy_rhetoric.ParallelismTagger.v1"
+hidden_width = 128
+lstm_depth = 1
+dropout = 0.1
+
+[model.tok2vec]
+@architectures = "spacy.Tok2Vec.v2"
+
+[model.tok2vec.embed]
+@architectures = "spacy.MultiHashEmbed.v2"
+width = 96
+attrs = ["NORM", "PREFIX", "SUFFIX"]
+rows = [5000, 2500, 2500]
+include_static_vectors = false
+
+[model.tok2vec.encode]
+@architectures = "spacy.MaxoutWindowEncoder.v2"
+width = 96
+depth = 2
+window_size = 1
+maxout_pieces = 3
+"""
+DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+_TYPE_ORDER = {"O": 0, "M": 1, "B": 2, "I": 3, "J": 4, "E": 5, "L": 6}
+
+
+@registry.architectures("spacy_rhetoric.ParallelismTagger.v1")
+def build_parallelism_tagger(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    hidden_width: int = 128,
+    lstm_depth: int = 1,
+    dropout: float = 0.0,
+    nO: Optional[int] = None,
+) -> Model[List[Doc], List[Floats2d]]:
+    """Encoder-CRF tagger (Bothwell et al. 2023 §6.2, Fig. 6).
+
+    tok2vec: word vectors, List[Floats2d] each (n_words, width).
+    hidden_width: BiLSTM output width (two directions of hidden_width / 2).
+    lstm_depth: BiLSTM layers; 0 leaves the tok2vec output as the encoding.
+    dropout: dropout between BiLSTM layers.
+    nO: number of tags (set by the component's ``initialize``).
+    Returns a model mapping docs to CRF emissions, List[Floats2d] each
+    (n_words, nO), with refs ``tok2vec``, ``output_layer`` and ``crf``.
+    When the tok2vec width is unknown at construction (a transformer
+    listener), a linear projection to ``hidden_width`` precedes the BiLSTM.
+    """
+    layers: List[Model] = [tok2vec]
+    if lstm_depth > 0:
+        width = tok2vec.get_dim("nO") if tok2vec.has_dim("nO") else None
+        if not width:
+            layers.append(with_array(Linear(hidden_width)))
+            width = hidden_width
+        layers += [list2padded(), PyTorchLSTM(hidden_width, width, bi=True, depth=lstm_depth, dropout=dropout), padded2list()]
+    output_layer = Linear(nO)
+    crf = CRF(nO)
+    model = chain(*layers, with_array(output_layer), crf)
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("output_layer", output_layer)
+    model.set_ref("crf", crf)
+    return model
+
+
+@Language.factory(
+    "parallelism_linker",
+    assigns=["doc.spans"],
+    default_config={
+        "model": DEFAULT_MODEL,
+        "tagset": "BIOMJ",
+        "link": "branch",
+        "constrain": True,
+        "spans_key": PARALLELISM_KEY,
+        "scorer": {"@scorers": "spacy_rhetoric.parallelism_scorer.v1"},
+    },
+    default_score_weights={
+        "parallelism_epm_f": 0.5,
+        "parallelism_mbawo_f": 0.5,
+        "parallelism_epm_p": None,
+        "parallelism_epm_r": None,
+        "parallelism_mpbm_p": None,
+        "parallelism_mpbm_r": None,
+        "parallelism_mpbm_f": 0.0,
+        "parallelism_mbawo_p": None,
+        "parallelism_mbawo_r": None,
+        "parallelism_mwo_p": None,
+        "parallelism_mwo_r": None,
+        "parallelism_mwo_f": 0.0,
+    },
+)
+def make_parallelism_linker(
+    nlp: Language,
+    name: str,
+    model: Model[List[Doc], List[Floats2d]],
+    tagset: str,
+    link: str,
+    constrain: bool,
+    spans_key: str,
+    scorer: Optional[Callable],
+) -> "ParallelismLinker":
+    """Create a ``parallelism_linker``.
+
+    tagset: one of BIO, BIOE, BIOJ, BIOM, BIOJE, BIOME, BIOMJ, BIOMJE.
+    link: ``"token"`` or ``"branch"`` distance links (§6.1).
+    constrain: forbid tag bigrams the scheme cannot produce in the CRF.
+    spans_key: where branches are written (``doc.spans[spans_key]`` and
+    ``spans_key_1``, ``spans_key_2``, ...).
+    """
+    return ParallelismLinker(nlp.vocab, model, name, tagset=tagset, link=link, constrain=constrain,
+                             spans_key=spans_key, scorer=scorer)
+
+
+class ParallelismLinker(TrainablePipe):
+    """Detects parallelisms (排比) and groups their branches."""
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model,
+        name: str = "parallelism_linker",
+        *,
+        tagset: str = "BIOMJ",
+        link: str = "branch",
+        constrain: bool = True,
+        spans_key: str = PARALLELISM_KEY,
+        scorer: Optional[Callable] = score_parallelism,
+    ) -> None:
+        """Raises ValueError for an unknown tag set or link type."""
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.scheme = TagScheme(tagset, link)
+        self.cfg = {"labels": [], "tagset": tagset, "link": link, "constrain": constrain, "spans_key": spans_key}
+        self.scorer = scorer
+        self._mask_cache: Tuple[Tuple[str, ...], Optional[Mask]] = ((), None)
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """The tag strings, in output-layer order."""
+        return tuple(self.cfg["labels"])
+
+    @property
+    def label_data(self) -> List[str]:
+        return list(self.labels)
+
+    @property
+    def spans_key(self) -> str:
+        return self.cfg["spans_key"]
+
+    def _mask(self) -> Optional[Mask]:
+        if not self.cfg["constrain"]:
+            return None
+        if self._mask_cache[0] != self.labels:
+            self._mask_cache = (self.labels, self.scheme.transition_mask(self.labels))
+        return self._mask_cache[1]
+
+    def predict(self, docs: Iterable[Doc]) -> List[List[int]]:
+        """Viterbi tag ids per doc (an empty doc gets ``[]``)."""
+        docs = list(docs)
+        live = [i for i, d in enumerate(docs) if len(d)]
+        paths: List[List[int]] = [[] for _ in docs]
+        if not live:
+            return paths
+        emissions = self.model.predict([docs[i] for i in live])
+        for i, path in zip(live, crf_decode(self.model.get_ref("crf"), emissions, self._mask())):
+            paths[i] = path
+        return paths
+
+    def set_annotations(self, docs: Iterable[Doc], tag_ids: List[List[int]]) -> None:
+        """Decode tags to parallelisms and write them to each doc's span groups."""
+        labels = self.labels
+        for doc, ids in zip(docs, tag_ids):
+            groups = self.scheme.decode([labels[i] for i in ids])
+            set_parallelisms(doc, groups, key=self.spans_key)
+
+    def _gold_groups(self, eg: Example) -> List[List[Tuple[int, int]]]:
+        """Gold parallelisms (>= 2 branches) in the predicted doc's tokens."""
+        ref = parallelism_offsets(eg.reference, self.spans_key)
+        if same_tokens(eg):
+            return [g for g in ref if len(g) >= 2]
+        groups = []
+        for group in ref:
+            spans = [eg.reference[s:e] for s, e in group]
+            aligned = sorted({(s.start, s.end) for s in eg.get_aligned_spans_y2x(spans, allow_overlap=True)})
+            if len(aligned) >= 2:
+                groups.append(aligned)
+        return groups
+
+    def _gold_ids(self, eg: Example) -> List[int]:
+        """Tag ids of the gold tags; a link unseen in training maps to the
+        known link of the same sign nearest to it (so training never fails on
+        a rare link)."""
+        tags = self.scheme.encode(self._gold_groups(eg), len(eg.predicted))
+        index = {t: i for i, t in enumerate(self.labels)}
+        links = sorted((parse_tag(t)[1], t) for t in self.labels if parse_tag(t)[0] == "L")
+        ids = []
+        for tag in tags:
+            if tag not in index:
+                typ, value = parse_tag(tag)
+                if typ != "L" or not links:
+                    raise ValueError(f"Tag {tag!r} is not among the labels of '{self.name}'; re-initialize on this data.")
+                tag = min(links, key=lambda lv: abs(lv[0] - value))[1]
+            ids.append(index[tag])
+        return ids
+
+    def get_loss(self, examples: Iterable[Example], scores: List[Floats2d]) -> Tuple[float, List[Floats2d]]:
+        """CRF negative log-likelihood of the gold tags (summed over docs) and
+        its gradient w.r.t. the emissions, List[Floats2d] (n_words, n_tags);
+        also accumulates the CRF transition gradients."""
+        validate_examples(examples, "ParallelismLinker.get_loss")
+        gold = [self._gold_ids(eg) for eg in examples]
+        return crf_loss(self.model.get_ref("crf"), scores, gold, self._mask())
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd=None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Learn from a batch of Examples (empty docs are skipped)."""
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        validate_examples(examples, "ParallelismLinker.update")
+        examples = [eg for eg in examples if len(eg.predicted)]
+        if not examples:
+            return losses
+        set_dropout_rate(self.model, drop)
+        scores, backprop = self.model.begin_update([eg.predicted for eg in examples])
+        loss, d_scores = self.get_loss(examples, scores)
+        backprop(d_scores)
+        if sgd is not None:
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        labels: Optional[Sequence[str]] = None,
+    ) -> None:
+        """Collect the tag set from the training data (or take ``labels``),
+        size the output layer and CRF, and initialise the model.
+
+        Raises ValueError if ``get_examples`` yields no Example.
+        """
+        validate_get_examples(get_examples, "ParallelismLinker.initialize")
+        if labels is None:
+            found = {"O", "B", "I"}
+            for eg in get_examples():
+                found.update(self.scheme.encode(self._gold_groups(eg), len(eg.predicted)))
+            labels = found
+        for tag in labels:
+            parse_tag(tag)
+        self.cfg["labels"] = sorted(set(labels), key=lambda t: (_TYPE_ORDER[parse_tag(t)[0]], -(parse_tag(t)[1] or 0)))
+        n_tags = len(self.labels)
+        self.model.get_ref("output_layer").set_dim("nO", n_tags)
+        self.model.get_ref("crf").set_dim("nO", n_tags)
+        sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
+        if not sample:
+            raise ValueError(f"'{self.name}' needs at least one non-empty training document to initialize.")
+        self.model.initialize(X=sample)
+
+    def add_label(self, label: str) -> int:
+        raise NotImplementedError("parallelism_linker derives its tags from the data in initialize().")
+
+
+@registry.readers("spacy_rhetoric.GoldTokensCorpus.v1")
+def create_gold_tokens_reader(path: str, limit: int = 0) -> Callable[[Language], Iterable[Example]]:
+    """Reader of whole documents with their gold tokenisation.
+
+    spaCy's ``Corpus`` with ``gold_preproc = true`` splits each doc into
+    sentences (losing paragraph-level span groups such as parallelisms whose
+    branches cross sentences); this reader keeps each DocBin doc whole and
+    builds the predicted doc from the gold words. Empty docs are skipped;
+    ``limit`` > 0 stops after that many docs. Raises spaCy's error naming the
+    path when it does not exist.
+    """
+    from spacy.tokens import DocBin
+    from spacy.util import ensure_path
+
+    def read(nlp: Language) -> Iterable[Example]:
+        loc = ensure_path(path)
+        if not loc.exists():
+            raise ValueError(f"Corpus file not found: {loc}")
+        for i, ref in enumerate(DocBin().from_disk(loc).get_docs(nlp.vocab)):
+            if limit and i >= limit:
+                break
+            if len(ref):
+                words = [t.text for t in ref]
+                spaces = [bool(t.whitespace_) for t in ref]
+                yield Example(Doc(nlp.vocab, words=words, spaces=spaces), ref)
+
+    return read
