@@ -228,13 +228,15 @@ class SequenceClassifier:
     matched case-insensitively against ``config.id2label``.
 
     Raises ValueError when a configured label is not among the model's
-    labels; OSError (from transformers) when the path holds no model.
+    labels; FileNotFoundError when the path is not a folder.
     """
 
     def __init__(self, path: str, labels: Dict[str, object], *, batch_size: int = 16, max_length: int = 256):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        self.path = str(path)
+        from .reference import require_local_model
+
+        self.path = require_local_model(str(path))
         self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
         self.model = AutoModelForSequenceClassification.from_pretrained(self.path, local_files_only=True)
         self.model.eval()
