@@ -10,6 +10,7 @@ from .components import parallelism_linker as _parallelism_linker  # noqa: F401
 from spacy_rhetoric.llm import openai_compatible  # noqa: F401  registers spacy_rhetoric.OpenAICompatible.v1
 from spacy_rhetoric.llm import transformers_backend as _transformers_backend  # noqa: F401
 from .components import rhetoric_generator as _rhetoric_generator  # noqa: F401
+from .evaluation import hauser as _hauser  # noqa: F401  registers spacy_rhetoric.HauserReranker.v1
 
 __all__ = ["parallelisms", "set_parallelisms"]
 __version__ = "0.1.0"

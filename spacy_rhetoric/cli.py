@@ -103,6 +103,38 @@ def build_kb_cmd(
     msg.good(f"KB {output}: " + ", ".join(f"{k} {v}" for k, v in kb.size().items()))
 
 
+@app.command("evaluate-generation")
+def evaluate_generation_cmd(
+    input_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL: context, condition, reference, candidates"),
+    output: Path = typer.Argument(..., help="JSON scores; a Markdown report is written beside it (.md)"),
+    kb: Optional[Path] = typer.Option(None, "--kb", exists=True, dir_okay=False, help="Simile KB (build-kb) for HAUSER scores"),
+    lm: Optional[str] = typer.Option(None, "--lm", help="Local causal LM folder for perplexity"),
+    encoder: Optional[str] = typer.Option(None, "--encoder", help="Local encoder folder for BERTScore"),
+    judge: List[str] = typer.Option([], "--judge", help="LLM judge: rating, pairwise or metaphor (repeatable)"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server for the judges"),
+    model: Optional[str] = typer.Option(None, "--model", help="Judge model name on that server"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the API key"),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per judge request"),
+) -> None:
+    """Score generated candidates: BLEU-2/4, ROUGE-L, perplexity, BERTScore, HAUSER, LLM judges."""
+    from wasabi import msg
+
+    from .evaluation.generation import evaluate_generation
+
+    backend = None
+    if judge:
+        from .llm.openai_compatible import OpenAICompatibleBackend
+
+        if not (base_url and model):
+            raise typer.BadParameter("--judge needs --base-url and --model")
+        backend = OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=timeout)
+    result = evaluate_generation(input_path, output, kb_path=kb, lm_path=lm, encoder_path=encoder, backend=backend, judges=judge)
+    msg.table([(k, f"{v:.4f}" if isinstance(v, float) else v) for k, v in result["summary"].items()], header=("metric", "value"), divider=True)
+    for notice in result["notices"]:
+        msg.warn(notice)
+    msg.good(f"Wrote {output} and {output.with_suffix('.md')}")
+
+
 @app.command("hauser-cmdag")
 def hauser_cmdag_cmd(
     kb_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="KB JSON from build-kb"),
