@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .prompts import format_answer, rg_messages
 from .records import RGRecord
-from .transformers_backend import pick_device
+from .transformers_backend import load_local_tokenizer, pick_device
 
 logger = logging.getLogger(__name__)
 IGNORE_INDEX = -100
@@ -144,11 +144,15 @@ def finetune(
     *,
     resume: bool = False,
     progress: bool = True,
+    stop_after: Optional[int] = None,
 ) -> Dict[str, Any]:
     """LoRA-fine-tune the local causal LM at ``model_path`` on RG ``records``.
 
     resume: continue from the latest checkpoint in ``output_dir`` (adapter
-    weights, optimizer, scheduler and data order), else start fresh.
+    weights, optimizer, scheduler, RNG and data order), else start fresh.
+    stop_after: stop (with a checkpoint) after this step, as an interrupted
+    run would; the schedule still spans ``max_steps``, so a later ``resume``
+    continues exactly as an uninterrupted run.
     Returns the summary written to ``summary.json``: ``n_records``,
     ``n_skipped_too_long``, ``steps``, ``first_loss``, ``last_loss``,
     ``train_seconds``, ``tokens``, ``answer_tokens``, ``tokens_per_second``
@@ -159,7 +163,7 @@ def finetune(
     import torch
     from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
     from tqdm import tqdm
-    from transformers import AutoModelForCausalLM, AutoTokenizer, get_cosine_schedule_with_warmup
+    from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
 
     cfg = config or FinetuneConfig()
     cfg.validate()
@@ -169,7 +173,7 @@ def finetune(
     output_dir.mkdir(parents=True, exist_ok=True)
     device = pick_device(cfg.device)
 
-    tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
+    tokenizer = load_local_tokenizer(str(model_path))
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError(f"tokenizer at {model_path} has no chat template")
     if tokenizer.pad_token_id is None:
@@ -222,7 +226,8 @@ def finetune(
     tokens = answer_tokens = 0
     train_seconds = 0.0
     model.train()
-    bar = tqdm(range(start_step, cfg.max_steps), desc="finetune", disable=not progress, unit="step")
+    end_step = min(cfg.max_steps, stop_after) if stop_after else cfg.max_steps
+    bar = tqdm(range(start_step, end_step), desc="finetune", disable=not progress, unit="step")
     for step in bar:
         t0 = time.perf_counter()
         micro = [[examples[i] for i in next(stream)] for _ in range(accum)]
@@ -251,7 +256,7 @@ def finetune(
         with log_path.open("a", encoding="utf8") as fh:
             fh.write(json.dumps(entry) + "\n")
         bar.set_postfix(loss=f"{step_loss:.4f}")
-        if (step + 1) % cfg.save_every == 0 or step + 1 == cfg.max_steps:
+        if (step + 1) % cfg.save_every == 0 or step + 1 == end_step:
             _save_checkpoint(output_dir, step + 1, model, optimizer, scheduler, cfg)
 
     adapter_dir = output_dir / "adapter"
@@ -263,7 +268,7 @@ def finetune(
         "n_records": len(examples),
         "n_skipped_too_long": too_long,
         "start_step": start_step,
-        "steps": cfg.max_steps,
+        "steps": end_step,
         "first_loss": losses[0] if losses else None,
         "last_loss": losses[-1] if losses else None,
         "losses": losses,
@@ -283,7 +288,13 @@ def _save_checkpoint(output_dir: Path, step: int, model: Any, optimizer: Any, sc
     path = output_dir / f"checkpoint-{step}"
     model.save_pretrained(str(path))
     torch.save(
-        {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()},
+        {
+            "step": step,
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        },
         path / "trainer_state.pt",
     )
     old = sorted(
@@ -304,6 +315,9 @@ def _load_checkpoint(path: Path, model: Any, optimizer: Any, scheduler: Any, set
     state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])  # LoRA dropout continues as uninterrupted
+    if state.get("cuda_rng") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
     return int(state["step"])
 
 

@@ -93,10 +93,10 @@ class TransformersBackend:
         if self._model is not None:
             return
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         device = pick_device(self.device)
-        tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
+        tokenizer = load_local_tokenizer(self.model_path)
         if not getattr(tokenizer, "chat_template", None):
             raise ValueError(f"tokenizer at {self.model_path} has no chat template")
         _prepare_tokenizer(tokenizer)
@@ -253,6 +253,21 @@ class TransformersBackend:
             value = float(token_lp[row, width - 1 - k :].sum()) if k else 0.0
             out.append((value, k))
         return out
+
+
+def load_local_tokenizer(model_path: str) -> Any:
+    """``AutoTokenizer`` from a local path or the local cache only. Raises
+    ``OSError`` naming the path when it is not available locally (nothing is
+    ever downloaded)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise OSError(
+            f"model {str(model_path)!r} is not available locally (local_files_only=True; "
+            f"nothing is downloaded): {type(err).__name__}"
+        ) from err
 
 
 def _prepare_tokenizer(tokenizer: Any) -> None:
