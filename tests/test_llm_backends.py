@@ -166,3 +166,45 @@ def test_bad_arguments():
     with pytest.raises(ValueError):
         backend.chat(CONV, n=0)
     assert backend.chat([]) == []
+
+
+# -- local transformers backend (tiny random Qwen2) --------------------------
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory, simile_dir, cmdag_dir):
+    from tiny_llm import real_records, tiny_model
+
+    return tiny_model(tmp_path_factory.mktemp("tiny") / "m", real_records(simile_dir, cmdag_dir))
+
+
+def test_transformers_backend_registered_greedy_batched(tiny_path):
+    from spacy_rhetoric.llm.prompts import rg_messages
+    from spacy_rhetoric.llm.transformers_backend import TransformersBackend
+
+    cfg = {"b": {"@llm_backends": "spacy_rhetoric.Transformers.v1", "model_path": str(tiny_path), "batch_size": 2}}
+    backend = registry.resolve(cfg)["b"]
+    assert isinstance(backend, TransformersBackend) and isinstance(backend, LLMBackend)
+    convs = [rg_messages("metaphor", "月光", ["上文。"]), rg_messages("hyperbole", "山", []), rg_messages("personification", "花", [])]
+    batched = backend.chat(convs, n=1, temperature=0.0, max_new_tokens=8)
+    single = TransformersBackend(str(tiny_path), batch_size=1).chat(convs, n=1, temperature=0.0, max_new_tokens=8)
+    assert [c[0].text for c in batched] == [c[0].text for c in single]  # left padding is harmless
+    assert [c[0].logprob for c in batched] == pytest.approx([c[0].logprob for c in single], abs=1e-4)
+    c = batched[0][0]
+    assert c.n_tokens and c.logprob < 0 and c.meta["finish_reason"] in ("stop", "length")
+    # Reported logprob equals a teacher-forced rescoring of the same tokens.
+    if c.meta["finish_reason"] == "stop":
+        assert backend.score(convs[:1], [c.text])[0][0] == pytest.approx(c.logprob, abs=1e-3)
+    beams = backend.chat(convs[:1], n=3, temperature=0.0, max_new_tokens=8)[0]
+    assert len(beams) == 3 and len({b.text for b in beams}) == 3
+    sampled = backend.chat(convs[:1], n=2, temperature=1.0, max_new_tokens=8)[0]
+    assert len(sampled) == 2 and all(s.logprob is not None for s in sampled)
+
+
+def test_transformers_backend_errors(tiny_path, tmp_path):
+    from spacy_rhetoric.llm.transformers_backend import TransformersBackend, pick_device
+
+    assert pick_device("auto") in ("cpu", "cuda") and pick_device("cpu") == "cpu"
+    backend = TransformersBackend(str(tiny_path), max_input_tokens=20)
+    out = backend.chat(CONV * 2, n=2)
+    assert all(not c.ok and "prompt too long" in c.error for x in out for c in x)
+    with pytest.raises(OSError, match="not available locally"):
+        TransformersBackend(str(tmp_path / "missing")).chat(CONV)
