@@ -1,0 +1,127 @@
+"""Reading sentence-level rhetoric annotation off a Doc, for training and scoring.
+
+Conventions shared by the converters, ``rhetoric_textcat``,
+``rhetoric_components`` and the scorers:
+
+- sentence labels live in sentence spans: ``doc.spans["rhetoric"]`` (coarse),
+  ``doc.spans["rhetoric_form"]`` and ``doc.spans["rhetoric_content"]``;
+- components live in ``doc.spans["rhetoric_components"]``;
+- ``doc.user_data["rhetoric_annotated"]`` = ``{"coarse": [...], "form": [...],
+  "content": [...], "components": [...]}`` names the labels a corpus annotates;
+  ``doc.cats`` keys ``"level/label"`` add to it. Labels outside this set are
+  *unknown* for the doc (masked in training, ignored in scoring), never
+  negative. A doc that declares nothing is taken as fully annotated.
+"""
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+
+from spacy.tokens import Doc, Span
+
+from .taxonomy import COMPONENT_LABELS, LEVEL_LABELS, LEVELS, LITERAL
+
+ANNOTATED_KEY = "rhetoric_annotated"
+LEVEL_SPAN_KEYS: Dict[str, str] = {
+    "coarse": "rhetoric",
+    "form": "rhetoric_form",
+    "content": "rhetoric_content",
+}
+COMPONENTS_KEY = "rhetoric_components"
+#: Every output of the sentence classifier, as ``"level/label"``.
+ALL_LEVEL_LABELS: Tuple[str, ...] = tuple(
+    f"{level}/{label}" for level in LEVELS for label in LEVEL_LABELS[level]
+)
+
+
+def split_key(key: str) -> Tuple[str, str]:
+    """``"form/simile"`` -> ``("form", "simile")``; raises ValueError if the
+    level or label is not in the taxonomy."""
+    level, _, label = key.partition("/")
+    if level not in LEVEL_LABELS or label not in LEVEL_LABELS[level]:
+        raise ValueError(f"{key!r} is not a 'level/label' of the taxonomy")
+    return level, label
+
+
+def declares_annotation(doc: Doc) -> bool:
+    """Whether the doc says which labels it annotates (user data or cats)."""
+    return ANNOTATED_KEY in doc.user_data or any("/" in k for k in doc.cats)
+
+
+def annotated_labels(doc: Doc) -> FrozenSet[str]:
+    """The ``"level/label"`` keys annotated in ``doc`` (see module doc).
+
+    Positive gold spans always count as annotated. A doc without any
+    declaration is fully annotated (all of :data:`ALL_LEVEL_LABELS`).
+    """
+    if not declares_annotation(doc):
+        return frozenset(ALL_LEVEL_LABELS)
+    declared = doc.user_data.get(ANNOTATED_KEY, {}) or {}
+    keys: Set[str] = {f"{lv}/{lab}" for lv in LEVELS for lab in declared.get(lv, ())}
+    keys.update(k for k in doc.cats if "/" in k)
+    for level, span_key in LEVEL_SPAN_KEYS.items():
+        keys.update(f"{level}/{s.label_}" for s in doc.spans.get(span_key, []))
+    return frozenset(k for k in keys if k in ALL_LEVEL_LABELS)
+
+
+def annotated_components(doc: Doc) -> FrozenSet[str]:
+    """Component labels annotated in ``doc`` (all of them without a declaration)."""
+    if ANNOTATED_KEY not in doc.user_data:
+        return frozenset(COMPONENT_LABELS)
+    declared = set(doc.user_data[ANNOTATED_KEY].get("components", ()) or ())
+    declared.update(s.label_ for s in doc.spans.get(COMPONENTS_KEY, []))
+    return frozenset(declared)
+
+
+def sentence_spans(doc: Doc) -> List[Span]:
+    """The sentences of ``doc``: ``doc.sents`` when sentence starts are set,
+    else the whole doc as one sentence; an empty doc has none."""
+    if len(doc) == 0:
+        return []
+    if doc.has_annotation("SENT_START"):
+        return list(doc.sents)
+    return [doc[:]]
+
+
+def _overlaps(a_start: int, a_end: int, b_start: int, b_end: int) -> bool:
+    return a_start < b_end and b_start < a_end
+
+
+def labels_in(spans: Iterable[Span], start_char: int, end_char: int) -> Set[str]:
+    """Labels of ``spans`` that cover the character range: a span counts when
+    it overlaps the range by at least half of the shorter of the two, so that
+    sentence labels survive slightly different sentence segmentations."""
+    found = set()
+    for span in spans:
+        lo, hi = max(span.start_char, start_char), min(span.end_char, end_char)
+        if hi <= lo:
+            continue
+        shorter = min(span.end_char - span.start_char, end_char - start_char)
+        if 2 * (hi - lo) >= shorter:
+            found.add(span.label_)
+    return found
+
+
+def gold_sentence_labels(doc: Doc, sent: Span, annotated: Optional[FrozenSet[str]] = None) -> Set[str]:
+    """Gold ``"level/label"`` keys of one sentence of a reference ``doc``.
+
+    A label is positive when a span of its level's group covers the sentence
+    (:func:`labels_in`); for a one-sentence doc ``doc.cats`` values >= 0.5
+    count too. ``level/literal`` is positive when it is annotated and no
+    device of that level is.
+    """
+    if annotated is None:
+        annotated = annotated_labels(doc)
+    keys: Set[str] = set()
+    for level, span_key in LEVEL_SPAN_KEYS.items():
+        for label in labels_in(doc.spans.get(span_key, []), sent.start_char, sent.end_char):
+            keys.add(f"{level}/{label}")
+    if sent.start == 0 and sent.end == len(doc):
+        keys.update(k for k, v in doc.cats.items() if v >= 0.5 and k in ALL_LEVEL_LABELS)
+    for level in LEVELS:
+        lit = f"{level}/{LITERAL}"
+        has_device = any(k.startswith(level + "/") and k != lit for k in keys)
+        if lit in annotated and not has_device:
+            keys.add(lit)
+        elif has_device:
+            keys.discard(lit)
+    return keys

@@ -1,0 +1,184 @@
+"""``rhetoric_components``: the rhetorical component span categorizer (CERD CE).
+
+CERD task CE (Liu et al. 2024, ``papers/000``, §3.1): extract the components
+of the devices in a sentence: comparator, tenor, vehicle (metaphor),
+personification object/content, hyperbole object/content, parallelism marker
+(``taxonomy.COMPONENTS``).
+
+This is spaCy's ``SpanCategorizer`` (suggester -> tok2vec -> span pooling ->
+Linear -> sigmoid, multi-label) with two changes:
+
+- ``get_loss`` masks the columns of component labels a training doc does not
+  annotate (:func:`spacy_rhetoric.annotation.annotated_components`), so that a
+  corpus annotating only tenor/vehicle/comparator does not teach the model
+  that there are never hyperbole objects;
+- decoding keeps, per label, only non-overlapping spans (greedy by score)
+  when ``allow_overlap`` is false, since components of one type never nest
+  in the corpora (CERD's BIO encoding cannot express it either).
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, List, Optional, Tuple
+
+import numpy
+from spacy.language import Language
+from spacy.pipeline.spancat import SpanCategorizer, Suggester
+from spacy.tokens import Doc, Span, SpanGroup
+from spacy.training import Example
+from thinc.api import Config, Model
+from thinc.types import Floats2d, Ints2d, Ragged
+
+from ..annotation import COMPONENTS_KEY, annotated_components
+from ..scorers.components import score_rhetoric_components
+from ..taxonomy import COMPONENT_LABELS
+from .rhetoric_textcat import DEFAULT_MODEL_CONFIG
+
+DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+
+@Language.factory(
+    "rhetoric_components",
+    assigns=["doc.spans"],
+    default_config={
+        "model": DEFAULT_MODEL,
+        "suggester": {"@misc": "spacy.ngram_suggester.v1", "sizes": [1, 2, 3]},
+        "spans_key": COMPONENTS_KEY,
+        "threshold": 0.5,
+        "allow_overlap": False,
+        "scorer": {"@scorers": "spacy_rhetoric.rhetoric_components_scorer.v1"},
+    },
+    default_score_weights={
+        "rhetoric_components_f": 1.0,
+        "rhetoric_components_p": 0.0,
+        "rhetoric_components_r": 0.0,
+    },
+)
+def make_rhetoric_components(
+    nlp: Language,
+    name: str,
+    model: Model[Tuple[List[Doc], Ragged], Floats2d],
+    suggester: Suggester,
+    spans_key: str,
+    threshold: float,
+    allow_overlap: bool,
+    scorer: Optional[Callable],
+) -> "RhetoricComponents":
+    """Factory of :class:`RhetoricComponents`."""
+    return RhetoricComponents(
+        nlp.vocab,
+        model,
+        suggester,
+        name,
+        spans_key=spans_key,
+        threshold=threshold,
+        allow_overlap=allow_overlap,
+        scorer=scorer,
+    )
+
+
+class RhetoricComponents(SpanCategorizer):
+    """Multi-label span categorizer for rhetorical components, writing
+    ``doc.spans["rhetoric_components"]`` (``attrs["scores"]`` holds each
+    span's probability). Labels are restricted to ``taxonomy.COMPONENT_LABELS``.
+    """
+
+    def __init__(
+        self,
+        vocab,
+        model: Model,
+        suggester: Suggester,
+        name: str = "rhetoric_components",
+        *,
+        spans_key: str = COMPONENTS_KEY,
+        threshold: float = 0.5,
+        allow_overlap: bool = False,
+        scorer: Optional[Callable] = score_rhetoric_components,
+    ) -> None:
+        """Raises ValueError for a threshold outside [0, 1]."""
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+        super().__init__(
+            vocab,
+            model,
+            suggester,
+            name,
+            spans_key=spans_key,
+            threshold=threshold,
+            max_positive=None,
+            allow_overlap=True,
+            scorer=scorer,
+        )
+        # spaCy's allow_overlap only applies to single-label decoding; ours
+        # is a per-label filter on the multi-label output.
+        self.cfg["label_overlap"] = bool(allow_overlap)
+
+    def add_label(self, label: str) -> int:
+        """Add a component label; raises ValueError outside the taxonomy."""
+        if label not in COMPONENT_LABELS:
+            raise ValueError(f"{label!r} is not a component label ({', '.join(COMPONENT_LABELS)}).")
+        return super().add_label(label)
+
+    def label_mask(self, examples: Iterable[Example]) -> numpy.ndarray:
+        """Floats2d (n_examples, n_labels): 1 where the example's reference doc
+        annotates the label, 0 where the label is unknown for it."""
+        rows = []
+        for eg in examples:
+            known = annotated_components(eg.reference)
+            rows.append([1.0 if lab in known else 0.0 for lab in self.labels])
+        return numpy.asarray(rows, dtype="f").reshape((-1, len(self.labels)))
+
+    def get_loss(self, examples: Iterable[Example], spans_scores: Tuple[Ragged, Floats2d]) -> Tuple[float, Floats2d]:
+        """spaCy's spancat loss with unannotated labels masked.
+
+        spans_scores: suggested spans (Ragged, one row per candidate) and
+        their scores Floats2d (n_candidates, n_labels). Returns (loss,
+        gradient) where the gradient is zero in the columns of labels the
+        candidate's doc does not annotate.
+        """
+        examples = list(examples)
+        spans, scores = spans_scores
+        _, d_scores = super().get_loss(examples, spans_scores)
+        per_doc = self.label_mask(examples)
+        lengths = self.model.ops.to_numpy(spans.lengths).astype("i")
+        mask = numpy.repeat(per_doc, lengths, axis=0)
+        d_scores = d_scores * self.model.ops.asarray2f(mask)
+        return float((d_scores**2).sum()), d_scores
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        labels: Optional[List[str]] = None,
+    ) -> None:
+        """Labels default to those the examples annotate (declared in
+        ``user_data["rhetoric_annotated"]["components"]`` or present);
+        otherwise as spaCy's spancat."""
+        if labels is None:
+            found = set()
+            for eg in get_examples():
+                found.update(annotated_components(eg.reference))
+            labels = [lab for lab in COMPONENT_LABELS if lab in found]
+        super().initialize(get_examples, nlp=nlp, labels=labels)
+
+    def _make_span_group_multilabel(self, doc: Doc, indices: Ints2d, scores: Floats2d) -> SpanGroup:
+        """Spans with probability >= threshold; without ``label_overlap`` a
+        span is dropped when a higher-scoring span of the same label overlaps it."""
+        group = super()._make_span_group_multilabel(doc, indices, scores)
+        if self.cfg.get("label_overlap", True) or len(group) == 0:
+            return group
+        span_scores = group.attrs["scores"]
+        order = numpy.argsort(-span_scores, kind="stable")
+        taken = {}
+        kept: List[Tuple[Span, float]] = []
+        for i in order:
+            span = group[int(i)]
+            occupied = taken.setdefault(span.label_, numpy.zeros(len(doc), dtype=bool))
+            if occupied[span.start : span.end].any():
+                continue
+            occupied[span.start : span.end] = True
+            kept.append((span, float(span_scores[i])))
+        kept.sort(key=lambda x: (x[0].start, x[0].end, x[0].label_))
+        out = SpanGroup(doc, name=self.key, spans=[s for s, _ in kept])
+        out.attrs["scores"] = numpy.asarray([sc for _, sc in kept], dtype="f")
+        return out

@@ -1,0 +1,402 @@
+"""``rhetoric_textcat``: per-sentence multi-label rhetoric classification.
+
+CERD's tasks RC, FC and CC (Liu et al. 2024, ``papers/000``, §3.1, §4.1) as
+one spaCy component: every sentence of a Doc gets a score for each
+``"level/label"`` of the taxonomy (coarse, form, content; 30 outputs) from one
+model, and a hierarchy-respecting decoder turns scores into labels.
+
+Model: spaCy's own ``spacy.SpanCategorizer.v1`` applied to the sentence spans
+(tok2vec -> mean+max pooling over the sentence's tokens -> Linear -> sigmoid),
+so the tok2vec can be shared with ``rhetoric_components``.
+
+Training masks labels a doc does not annotate
+(:func:`spacy_rhetoric.annotation.annotated_labels`): their gradient is zero,
+so corpora that annotate different label subsets can be combined.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc, Span, SpanGroup
+from spacy.training import Example, validate_examples
+from spacy.vocab import Vocab
+from thinc.api import Config, Model, Optimizer, set_dropout_rate
+from thinc.types import Floats2d, Ints2d, Ragged
+
+from ..annotation import (
+    ALL_LEVEL_LABELS,
+    LEVEL_SPAN_KEYS,
+    annotated_labels,
+    gold_sentence_labels,
+    sentence_spans,
+)
+from ..scorers.classification import score_rhetoric_classification
+from ..taxonomy import LEVELS, LITERAL, children
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy.SpanCategorizer.v1"
+scorer = {"@layers": "spacy.LinearLogistic.v1"}
+
+[model.reducer]
+@layers = "spacy.mean_max_reducer.v1"
+hidden_size = 128
+
+[model.tok2vec]
+@architectures = "spacy.Tok2Vec.v2"
+
+[model.tok2vec.embed]
+@architectures = "spacy.MultiHashEmbed.v2"
+width = 96
+rows = [5000, 2500, 2500]
+attrs = ["NORM", "PREFIX", "SUFFIX"]
+include_static_vectors = false
+
+[model.tok2vec.encode]
+@architectures = "spacy.MaxoutWindowEncoder.v2"
+width = ${model.tok2vec.embed.width}
+window_size = 1
+maxout_pieces = 3
+depth = 4
+"""
+DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+if not Span.has_extension("rhetoric"):
+    Span.set_extension("rhetoric", default=None)
+
+
+@Language.factory(
+    "rhetoric_textcat",
+    assigns=["doc.spans", "span._.rhetoric"],
+    default_config={
+        "model": DEFAULT_MODEL,
+        "threshold": 0.5,
+        "thresholds": {},
+        "fine_fallback": True,
+        "scorer": {"@scorers": "spacy_rhetoric.rhetoric_classification_scorer.v1"},
+    },
+    default_score_weights={
+        "rhetoric_coarse_micro_f": 1.0,
+        "rhetoric_coarse_micro_p": 0.0,
+        "rhetoric_coarse_micro_r": 0.0,
+        "rhetoric_form_micro_f": 0.0,
+        "rhetoric_content_micro_f": 0.0,
+    },
+)
+def make_rhetoric_textcat(
+    nlp: Language,
+    name: str,
+    model: Model[Tuple[List[Doc], Ragged], Floats2d],
+    threshold: float,
+    thresholds: Dict[str, float],
+    fine_fallback: bool,
+    scorer: Optional[Callable],
+) -> "RhetoricTextCategorizer":
+    """Factory of :class:`RhetoricTextCategorizer` (see its docstring)."""
+    return RhetoricTextCategorizer(
+        nlp.vocab,
+        model,
+        name,
+        threshold=threshold,
+        thresholds=thresholds,
+        fine_fallback=fine_fallback,
+        scorer=scorer,
+    )
+
+
+def sentence_indices(docs: Sequence[Doc], ops) -> Ragged:
+    """Token offsets of every sentence: Ragged with data Ints2d
+    (n_sentences, 2) of ``(start, end)`` and lengths Ints1d (n_docs,)."""
+    rows: List[Tuple[int, int]] = []
+    lengths = []
+    for doc in docs:
+        sents = sentence_spans(doc)
+        rows.extend((s.start, s.end) for s in sents)
+        lengths.append(len(sents))
+    data = numpy.asarray(rows, dtype="i").reshape((-1, 2))
+    return Ragged(ops.asarray2i(data), ops.asarray1i(numpy.asarray(lengths, dtype="i")))
+
+
+class RhetoricTextCategorizer(TrainablePipe):
+    """Classify every sentence at the coarse, form and content levels.
+
+    Outputs, per sentence ``sent`` of ``doc.sents`` (the whole doc when no
+    sentence starts are set; nothing for an empty doc):
+
+    - ``sent._.rhetoric`` = ``{"coarse": {label: score}, "form": {...},
+      "content": {...}}``: the accepted labels with their probabilities;
+    - ``doc.spans["rhetoric"]``, ``["rhetoric_form"]``, ``["rhetoric_content"]``:
+      one sentence span per accepted non-literal label, ``attrs["scores"]``
+      aligned with the spans.
+
+    Decoding (hierarchy, CERD §3.1 and the correct mapping of §5.1):
+    1. coarse devices with probability >= their threshold are accepted;
+       none accepted -> the sentence is ``literal`` alone;
+    2. at each fine level, a label is accepted only under an accepted coarse
+       parent and with probability >= its threshold; if ``fine_fallback`` and
+       none passes, the parent's most probable child is taken;
+    3. only labels seen annotated during ``initialize`` are ever output
+       (``cfg["trained_labels"]``); literal's score is its own output when
+       trained, else ``1 - max(device probabilities)``.
+    Thresholds: ``threshold`` for all, overridden per ``"level/label"`` by
+    ``thresholds``.
+    """
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model,
+        name: str = "rhetoric_textcat",
+        *,
+        threshold: float = 0.5,
+        thresholds: Optional[Dict[str, float]] = None,
+        fine_fallback: bool = True,
+        scorer: Optional[Callable] = score_rhetoric_classification,
+    ) -> None:
+        """Raises ValueError for a threshold outside [0, 1] or an unknown label key."""
+        thresholds = dict(thresholds or {})
+        for key, value in [("threshold", threshold), *thresholds.items()]:
+            if key != "threshold" and key not in ALL_LEVEL_LABELS:
+                raise ValueError(f"Unknown label key {key!r} in thresholds; use 'level/label'.")
+            if not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"Threshold for {key!r} must be in [0, 1], got {value}.")
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.scorer = scorer
+        self.cfg: Dict[str, Any] = {
+            "labels": [],
+            "trained_labels": [],
+            "threshold": float(threshold),
+            "thresholds": thresholds,
+            "fine_fallback": bool(fine_fallback),
+        }
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """The ``"level/label"`` outputs, in model column order."""
+        return tuple(self.cfg["labels"])
+
+    @property
+    def label_data(self) -> List[str]:
+        return list(self.labels)
+
+    def add_label(self, label: str) -> int:
+        """Add a ``"level/label"`` output; returns 1 if new, 0 if present.
+        Raises ValueError for a key outside the taxonomy."""
+        if label not in ALL_LEVEL_LABELS:
+            raise ValueError(f"{label!r} is not a 'level/label' key of the taxonomy.")
+        if label in self.labels:
+            return 0
+        self._allow_extra_label()
+        self.cfg["labels"].append(label)
+        self.vocab.strings.add(label)
+        return 1
+
+    # --- prediction -------------------------------------------------------
+
+    def predict(self, docs: Iterable[Doc]) -> Tuple[Ragged, Floats2d]:
+        """Sentence offsets (Ragged, see :func:`sentence_indices`) and their
+        probabilities Floats2d (n_sentences, n_labels)."""
+        docs = list(docs)
+        indices = sentence_indices(docs, self.model.ops)
+        if indices.lengths.sum() == 0:
+            return indices, self.model.ops.alloc2f(0, len(self.labels))
+        return indices, self.model.predict((docs, indices))
+
+    def set_annotations(self, docs: Iterable[Doc], indices_scores: Tuple[Ragged, Floats2d]) -> None:
+        """Write ``sent._.rhetoric`` and the three sentence span groups."""
+        indices, scores = indices_scores
+        scores = self.model.ops.to_numpy(scores)
+        lengths = self.model.ops.to_numpy(indices.lengths)
+        data = self.model.ops.to_numpy(indices.dataXd)
+        offset = 0
+        for doc, n in zip(docs, lengths):
+            groups = {lv: ([], []) for lv in LEVELS}
+            for row in range(offset, offset + int(n)):
+                sent = doc[int(data[row, 0]) : int(data[row, 1])]
+                decoded = self.decode(scores[row])
+                sent._.rhetoric = decoded
+                for level, accepted in decoded.items():
+                    for label, score in accepted.items():
+                        if label != LITERAL:
+                            groups[level][0].append(Span(doc, sent.start, sent.end, label=label))
+                            groups[level][1].append(score)
+            offset += int(n)
+            for level, (spans, span_scores) in groups.items():
+                group = SpanGroup(doc, name=LEVEL_SPAN_KEYS[level], spans=spans)
+                group.attrs["scores"] = numpy.asarray(span_scores, dtype="f")
+                doc.spans[LEVEL_SPAN_KEYS[level]] = group
+
+    def _threshold(self, key: str) -> float:
+        return float(self.cfg["thresholds"].get(key, self.cfg["threshold"]))
+
+    def decode(self, probs: numpy.ndarray) -> Dict[str, Dict[str, float]]:
+        """Hierarchy-respecting labels of one sentence.
+
+        probs: Floats1d (n_labels,) in the order of :attr:`labels`.
+        Returns ``{"coarse": {label: score}, "form": {...}, "content": {...}}``
+        (rules in the class docstring).
+        """
+        col = {key: i for i, key in enumerate(self.labels)}
+        trained = set(self.cfg["trained_labels"])
+
+        def prob(key: str) -> float:
+            return float(probs[col[key]])
+
+        devices = [k for k in trained if k.startswith("coarse/") and k != f"coarse/{LITERAL}"]
+        coarse = {k.split("/", 1)[1]: prob(k) for k in devices if prob(k) >= self._threshold(k)}
+        result: Dict[str, Dict[str, float]] = {lv: {} for lv in LEVELS}
+        if not coarse:
+            for level in LEVELS:
+                lit = f"{level}/{LITERAL}"
+                if lit in trained:
+                    result[level][LITERAL] = prob(lit)
+                else:
+                    result[level][LITERAL] = 1.0 - max((prob(k) for k in devices), default=0.0)
+            return result
+        result["coarse"] = coarse
+        for level in ("form", "content"):
+            for device in coarse:
+                kids = [f"{level}/{c}" for c in children(level, device) if f"{level}/{c}" in trained]
+                if not kids:
+                    continue
+                accepted = [k for k in kids if prob(k) >= self._threshold(k)]
+                if not accepted and self.cfg["fine_fallback"]:
+                    accepted = [max(kids, key=prob)]
+                for key in accepted:
+                    result[level][key.split("/", 1)[1]] = prob(key)
+        return result
+
+    # --- training ---------------------------------------------------------
+
+    def _example_sentences(self, eg: Example) -> Tuple[List[Tuple[int, int]], List[Span]]:
+        """Gold sentences of ``eg.reference`` and their token offsets on
+        ``eg.predicted`` (via the alignment when the tokenisations differ;
+        sentences that do not align are dropped)."""
+        ref_sents = sentence_spans(eg.reference)
+        same = len(eg.predicted) == len(eg.reference) and all(
+            a.text == b.text for a, b in zip(eg.predicted, eg.reference)
+        )
+        if same:
+            return [(s.start, s.end) for s in ref_sents], ref_sents
+        offsets, kept = [], []
+        for sent in ref_sents:
+            aligned = eg.get_aligned_spans_y2x([sent], allow_overlap=True)
+            if aligned:
+                offsets.append((aligned[0].start, aligned[0].end))
+                kept.append(sent)
+        return offsets, kept
+
+    def _targets(self, examples: Sequence[Example]) -> Tuple[Ragged, numpy.ndarray, numpy.ndarray]:
+        """Sentence offsets on the predicted docs, gold targets and the
+        annotation mask, both Floats2d (n_sentences, n_labels)."""
+        col = {key: i for i, key in enumerate(self.labels)}
+        rows, lengths, targets, masks = [], [], [], []
+        for eg in examples:
+            annotated = annotated_labels(eg.reference)
+            mask = numpy.zeros(len(self.labels), dtype="f")
+            for key in annotated:
+                if key in col:
+                    mask[col[key]] = 1.0
+            offsets, sents = self._example_sentences(eg)
+            rows.extend(offsets)
+            lengths.append(len(offsets))
+            for sent in sents:
+                target = numpy.zeros(len(self.labels), dtype="f")
+                for key in gold_sentence_labels(eg.reference, sent, annotated):
+                    if key in col:
+                        target[col[key]] = 1.0
+                targets.append(target)
+                masks.append(mask)
+        ops = self.model.ops
+        indices = Ragged(
+            ops.asarray2i(numpy.asarray(rows, dtype="i").reshape((-1, 2))),
+            ops.asarray1i(numpy.asarray(lengths, dtype="i")),
+        )
+        shape = (len(targets), len(self.labels))
+        target_arr = numpy.asarray(targets, dtype="f").reshape(shape)
+        mask_arr = numpy.asarray(masks, dtype="f").reshape(shape)
+        return indices, target_arr, mask_arr
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """One gradient step on the gold sentences of ``examples``."""
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "RhetoricTextCategorizer.update")
+        indices, target, mask = self._targets(examples)
+        if indices.lengths.sum() == 0:
+            return losses
+        set_dropout_rate(self.model, drop)
+        docs = [eg.predicted for eg in examples]
+        scores, backprop = self.model.begin_update((docs, indices))
+        loss, d_scores = self.get_loss(examples, scores, target=target, mask=mask)
+        backprop(d_scores)
+        if sgd is not None:
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    def get_loss(
+        self,
+        examples: Iterable[Example],
+        scores: Floats2d,
+        *,
+        target: Optional[numpy.ndarray] = None,
+        mask: Optional[numpy.ndarray] = None,
+    ) -> Tuple[float, Floats2d]:
+        """Masked squared-error loss of sigmoid outputs, as spaCy's spancat.
+
+        scores: Floats2d (n_sentences, n_labels) over the gold sentences of
+        ``examples``. Gradient = (scores - target) * mask, where mask is 0 for
+        labels the example's doc does not annotate. Returns (loss, gradient).
+        """
+        if target is None or mask is None:
+            _, target, mask = self._targets(list(examples))
+        ops = self.model.ops
+        d_scores = (scores - ops.asarray2f(target)) * ops.asarray2f(mask)
+        return float((d_scores**2).sum()), d_scores
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        labels: Optional[List[str]] = None,
+    ) -> None:
+        """Add the outputs (``labels``, default all 30 ``"level/label"`` keys),
+        record which of them the examples annotate (``cfg["trained_labels"]``)
+        and initialise the model on up to 10 examples.
+
+        Raises ValueError if no example annotates any label.
+        """
+        for key in labels if labels is not None else ALL_LEVEL_LABELS:
+            self.add_label(key)
+        trained = set()
+        sample: List[Example] = []
+        for eg in get_examples():
+            trained.update(annotated_labels(eg.reference))
+            if len(sample) < 10:
+                sample.append(eg)
+        trained &= set(self.labels)
+        if not trained:
+            raise ValueError(f"[{self.name}] no training example annotates any rhetoric label.")
+        self.cfg["trained_labels"] = sorted(trained)
+        if sample:
+            indices, target, _ = self._targets(sample)
+            docs = [eg.predicted for eg in sample]
+            self.model.initialize(X=(docs, indices), Y=self.model.ops.asarray2f(target))
+        else:
+            self.model.initialize()

@@ -1,0 +1,88 @@
+"""Training readers: gold-word Examples, and several corpora in one run.
+
+``spacy_rhetoric.Corpora.v1`` reads one or more DocBins (e.g. the simile
+corpus and PSE-I) and builds Examples whose predicted doc has the gold words
+(CERD and PSE-I are evaluated on gold tokenisation, DESIGN §2). Unlike
+``spacy.Corpus.v1`` with ``gold_preproc``, it does not cut docs into
+sentences, so doc-level user data (``rhetoric_annotated``) and span groups
+that cross sentences (parallelisms) survive.
+
+The corpora may annotate different labels: each doc carries
+``user_data["rhetoric_annotated"]`` and the components mask what a doc does
+not annotate, so nothing has to be relabelled when corpora are combined.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Callable, Iterator, List, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+from spacy.util import registry
+
+
+def gold_word_example(nlp: Language, reference: Doc, gold_sents: bool = False) -> Example:
+    """Example whose predicted doc has the reference's words and spaces (and
+    its sentence starts when ``gold_sents``), without any other annotation."""
+    sent_starts = None
+    if gold_sents and reference.has_annotation("SENT_START"):
+        sent_starts = [bool(t.is_sent_start) for t in reference]
+    predicted = Doc(
+        nlp.vocab,
+        words=[t.text for t in reference],
+        spaces=[bool(t.whitespace_) for t in reference],
+        sent_starts=sent_starts,
+    )
+    return Example(predicted, reference)
+
+
+def _docbin_files(path: Union[str, Path]) -> List[Path]:
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.rglob("*.spacy"))
+    elif path.exists():
+        files = [path]
+    else:
+        raise ValueError(f"Corpus path not found: {path}")
+    if not files:
+        raise ValueError(f"No .spacy files under {path}")
+    return files
+
+
+@registry.readers("spacy_rhetoric.Corpora.v1")
+def create_corpora_reader(
+    paths: List[str],
+    gold_sents: bool = False,
+    shuffle: bool = False,
+    limit: int = 0,
+) -> Callable[[Language], Iterator[Example]]:
+    """Reader yielding gold-word Examples of every DocBin in ``paths``
+    (files, or folders read recursively), corpus after corpus.
+
+    gold_sents: copy the reference sentence starts onto the predicted doc
+        (use for dev sets of multi-sentence docs without a sentence splitter).
+    shuffle: shuffle the docs of each pass (spaCy's batcher does not).
+    limit: at most this many docs per path (0 = all).
+    Raises ValueError for an empty ``paths`` or a path without DocBins.
+    """
+    if not paths:
+        raise ValueError("spacy_rhetoric.Corpora.v1 needs at least one path")
+    files = [_docbin_files(p) for p in paths]
+
+    def read(nlp: Language) -> Iterator[Example]:
+        examples: List[Example] = []
+        for group in files:
+            n = 0
+            for f in group:
+                for doc in DocBin().from_disk(f).get_docs(nlp.vocab):
+                    if len(doc) == 0 or (limit and n >= limit):
+                        continue
+                    examples.append(gold_word_example(nlp, doc, gold_sents))
+                    n += 1
+        if shuffle:
+            random.shuffle(examples)
+        yield from examples
+
+    return read

@@ -1,0 +1,140 @@
+"""Scorer of sentence-level rhetoric classification (CERD RC / FC / CC).
+
+Metrics (Liu et al. 2024, ``papers/000``, §4.2 "Evaluation Metrics" and
+§5.1), per level (coarse, form, content), over the gold sentences:
+
+- exact match (EM): share of sentences whose predicted label set equals the
+  gold set;
+- micro P/R/F1: true/false positives and false negatives summed over labels;
+- macro P/R/F1: unweighted mean of the per-label P, R, F1 over the labels
+  that occur in the gold or the prediction (seqeval's and scikit-learn's
+  convention with zero division -> 0);
+- correct mapping rate (§5.1): share of sentences for which every predicted
+  coarse label has a predicted label of that fine level under it
+  (``literal`` maps to ``literal``). A property of the prediction alone.
+
+Only labels the reference doc annotates are scored
+(:func:`spacy_rhetoric.annotation.annotated_labels`); a level with no
+annotated label in the data scores ``None`` (spaCy then ignores it).
+Predicted labels are read from the same span groups as the gold:
+``doc.spans["rhetoric"]``, ``["rhetoric_form"]``, ``["rhetoric_content"]``;
+a predicted sentence with no coarse span is ``literal`` at every level.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from spacy.training import Example
+from spacy.util import registry
+
+from ..annotation import LEVEL_SPAN_KEYS, annotated_labels, gold_sentence_labels, labels_in, sentence_spans
+from ..taxonomy import LEVELS, LITERAL, parent
+
+
+def prf(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
+    """Precision, recall and F1 from counts; 0.0 where undefined."""
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return p, r, f
+
+
+def set_scores(pairs: List[Tuple[Set[str], Set[str]]], prefix: str) -> Dict[str, Any]:
+    """EM, micro and macro P/R/F1 and per-label scores of multi-label sets.
+
+    pairs: one ``(gold labels, predicted labels)`` per instance.
+    Returns keys ``{prefix}_em``, ``_micro_p/r/f``, ``_macro_p/r/f``,
+    ``_per_type`` (label -> {"p", "r", "f"}); all ``None`` without instances.
+    """
+    keys = ["em", "micro_p", "micro_r", "micro_f", "macro_p", "macro_r", "macro_f", "per_type"]
+    if not pairs:
+        return {f"{prefix}_{k}": None for k in keys}
+    tp, fp, fn = Counter(), Counter(), Counter()
+    exact = 0
+    for gold, pred in pairs:
+        exact += gold == pred
+        for lab in gold & pred:
+            tp[lab] += 1
+        for lab in pred - gold:
+            fp[lab] += 1
+        for lab in gold - pred:
+            fn[lab] += 1
+    micro = prf(sum(tp.values()), sum(fp.values()), sum(fn.values()))
+    per_type = {}
+    for lab in sorted(set(tp) | set(fp) | set(fn)):
+        p, r, f = prf(tp[lab], fp[lab], fn[lab])
+        per_type[lab] = {"p": p, "r": r, "f": f}
+    n = len(per_type)
+    macro = tuple(sum(s[m] for s in per_type.values()) / n if n else 0.0 for m in "prf")
+    return {
+        f"{prefix}_em": exact / len(pairs),
+        f"{prefix}_micro_p": micro[0],
+        f"{prefix}_micro_r": micro[1],
+        f"{prefix}_micro_f": micro[2],
+        f"{prefix}_macro_p": macro[0],
+        f"{prefix}_macro_r": macro[1],
+        f"{prefix}_macro_f": macro[2],
+        f"{prefix}_per_type": per_type,
+    }
+
+
+def predicted_sentence_labels(eg: Example, start_char: int, end_char: int) -> Dict[str, Set[str]]:
+    """Predicted labels per level of the reference sentence at the given
+    character range, read from the predicted doc's span groups."""
+    pred = {
+        level: labels_in(eg.predicted.spans.get(key, []), start_char, end_char)
+        for level, key in LEVEL_SPAN_KEYS.items()
+    }
+    pred = {level: labs - {LITERAL} for level, labs in pred.items()}
+    if not pred["coarse"]:
+        pred = {level: {LITERAL} for level in LEVELS}
+    return pred
+
+
+def mapping_correct(coarse: Set[str], fine: Set[str], level: str) -> bool:
+    """CERD §5.1: every predicted coarse label has a fine label of ``level``
+    under it (``literal`` under ``literal``)."""
+    parents = {parent(level, lab) for lab in fine}
+    return all(c in parents for c in coarse)
+
+
+def score_rhetoric_classification(examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
+    """Score ``rhetoric_textcat`` output against the reference docs.
+
+    Returns, for each level L in coarse/form/content, ``rhetoric_L_em``,
+    ``rhetoric_L_micro_p/r/f``, ``rhetoric_L_macro_p/r/f``,
+    ``rhetoric_L_per_type`` (see :func:`set_scores`), plus
+    ``rhetoric_form_mapping`` and ``rhetoric_content_mapping`` (correct
+    mapping rates) and ``rhetoric_n_sents``.
+    """
+    pairs: Dict[str, List[Tuple[Set[str], Set[str]]]] = {lv: [] for lv in LEVELS}
+    mapped = Counter()
+    n_sents = 0
+    for eg in examples:
+        annotated = annotated_labels(eg.reference)
+        for sent in sentence_spans(eg.reference):
+            n_sents += 1
+            gold = gold_sentence_labels(eg.reference, sent, annotated)
+            pred = predicted_sentence_labels(eg, sent.start_char, sent.end_char)
+            for level in ("form", "content"):
+                mapped[level] += mapping_correct(pred["coarse"], pred[level], level)
+            for level in LEVELS:
+                scored = {k.split("/", 1)[1] for k in annotated if k.startswith(level + "/")}
+                if not scored:
+                    continue
+                g = {k.split("/", 1)[1] for k in gold if k.startswith(level + "/")} & scored
+                pairs[level].append((g, pred[level] & scored))
+    scores: Dict[str, Any] = {"rhetoric_n_sents": n_sents}
+    for level in LEVELS:
+        scores.update(set_scores(pairs[level], f"rhetoric_{level}"))
+    for level in ("form", "content"):
+        scores[f"rhetoric_{level}_mapping"] = mapped[level] / n_sents if n_sents else None
+    return scores
+
+
+@registry.scorers("spacy_rhetoric.rhetoric_classification_scorer.v1")
+def make_rhetoric_classification_scorer() -> Callable:
+    """Registered scorer for ``rhetoric_textcat`` (see
+    :func:`score_rhetoric_classification`)."""
+    return score_rhetoric_classification
