@@ -31,3 +31,27 @@ def simile_dir(shared_data: Path) -> Path:
 @pytest.fixture(scope="session")
 def cmdag_dir(shared_data: Path) -> Path:
     return shared_data / "cmdag"
+
+
+@pytest.fixture(scope="session")
+def pse_docbins(pse_dir: Path, tmp_path_factory) -> Path:
+    """PSE-I converted once per test session: ``{train,dev,optimization,test}.spacy``."""
+    import spacy
+
+    from spacy_rhetoric.corpora.pse_i import convert_pse_i
+
+    out = tmp_path_factory.mktemp("pse-i")
+    convert_pse_i(pse_dir, out, spacy.blank("zh").vocab)
+    return out
+
+
+@pytest.fixture(scope="session")
+def simile_docbins(simile_dir: Path, tmp_path_factory) -> Path:
+    """The simile corpus converted once per test session: ``{train,dev,test}.spacy``."""
+    import spacy
+
+    from spacy_rhetoric.corpora.simile import convert_simile
+
+    out = tmp_path_factory.mktemp("simile")
+    convert_simile(simile_dir, out, spacy.blank("zh").vocab)
+    return out
