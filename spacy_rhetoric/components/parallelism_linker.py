@@ -104,7 +104,7 @@ def build_parallelism_tagger(
     default_config={
         "model": DEFAULT_MODEL,
         "tagset": "BIOMJ",
-        "link": "branch",
+        "link": "token",
         "constrain": True,
         "spans_key": PARALLELISM_KEY,
         "scorer": {"@scorers": "spacy_rhetoric.parallelism_scorer.v1"},
@@ -156,7 +156,7 @@ class ParallelismLinker(TrainablePipe):
         name: str = "parallelism_linker",
         *,
         tagset: str = "BIOMJ",
-        link: str = "branch",
+        link: str = "token",
         constrain: bool = True,
         spans_key: str = PARALLELISM_KEY,
         scorer: Optional[Callable] = score_parallelism,
