@@ -75,7 +75,7 @@ def build_parallelism_tagger(
     tok2vec: word vectors, List[Floats2d] each (n_words, width).
     hidden_width: BiLSTM output width (two directions of hidden_width / 2).
     lstm_depth: BiLSTM layers; 0 leaves the tok2vec output as the encoding.
-    dropout: dropout between BiLSTM layers.
+    dropout: dropout between BiLSTM layers (ignored with one layer).
     nO: number of tags (set by the component's ``initialize``).
     Returns a model mapping docs to CRF emissions, List[Floats2d] each
     (n_words, nO), with refs ``tok2vec``, ``output_layer`` and ``crf``.
@@ -88,7 +88,7 @@ def build_parallelism_tagger(
         if not width:
             layers.append(with_array(Linear(hidden_width)))
             width = hidden_width
-        layers += [list2padded(), PyTorchLSTM(hidden_width, width, bi=True, depth=lstm_depth, dropout=dropout), padded2list()]
+        layers += [list2padded(), PyTorchLSTM(hidden_width, width, bi=True, depth=lstm_depth, dropout=dropout if lstm_depth > 1 else 0.0), padded2list()]
     output_layer = Linear(nO)
     crf = CRF(nO)
     model = chain(*layers, with_array(output_layer), crf)

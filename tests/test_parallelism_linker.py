@@ -1,0 +1,193 @@
+"""The parallelism_linker component: training, prediction, span groups, serialization, configs."""
+from pathlib import Path
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+from spacy.util import load_config
+
+import spacy_rhetoric
+from spacy_rhetoric.spangroups import parallelism_offsets
+from spacy_rhetoric.scorers.parallelism import score_groups
+
+from pse_cache import split_docs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY_MODEL = {
+    "@architectures": "spacy_rhetoric.ParallelismTagger.v1",
+    "hidden_width": 32,
+    "lstm_depth": 1,
+    "tok2vec": {
+        "@architectures": "spacy.HashEmbedCNN.v2",
+        "pretrained_vectors": None,
+        "width": 32,
+        "depth": 2,
+        "embed_size": 500,
+        "window_size": 1,
+        "maxout_pieces": 2,
+        "subword_features": True,
+    },
+}
+
+
+def _examples(nlp, docs):
+    return [Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in docs]
+
+
+@pytest.fixture(scope="module")
+def train_docs(pse_dir):
+    """Short PSE-I training paragraphs with at least one parallelism."""
+    docs = [d for d in split_docs(pse_dir, "train") if parallelism_offsets(d) and len(d) < 60]
+    return docs[:6]
+
+
+@pytest.fixture(scope="module")
+def trained(train_docs):
+    """A tiny linker over-fitted on six real paragraphs (a few seconds on CPU)."""
+    numpy.random.seed(0)
+    spacy.util.fix_random_seed(0)
+    nlp = spacy.blank("zh")
+    nlp.add_pipe("parallelism_linker", config={"model": TINY_MODEL})
+    examples = _examples(nlp, train_docs)
+    optimizer = nlp.initialize(lambda: examples)
+    losses = []
+    for _ in range(60):
+        step = {}
+        nlp.update(examples, sgd=optimizer, losses=step)
+        losses.append(step["parallelism_linker"])
+    return nlp, examples, losses
+
+
+def test_labels_come_from_the_scheme(trained):
+    nlp, _, _ = trained
+    linker = nlp.get_pipe("parallelism_linker")
+    assert linker.labels[:2] == ("O", "M")
+    assert {"B", "I", "J"} <= set(linker.labels)
+    assert all(label.startswith("B:-") for label in linker.labels if label.startswith("B:"))
+
+
+def test_training_fits_real_paragraphs(trained):
+    nlp, examples, losses = trained
+    assert losses[-1] < losses[0] / 5
+    predicted = [nlp(Doc(nlp.vocab, words=[t.text for t in eg.reference])) for eg in examples]
+    pairs = [(parallelism_offsets(p), parallelism_offsets(eg.reference)) for p, eg in zip(predicted, examples)]
+    assert score_groups(pairs)["mbawo"]["f"] > 0.8
+
+
+def test_predictions_are_grouped_span_groups(trained):
+    nlp, examples, _ = trained
+    doc = nlp(Doc(nlp.vocab, words=[t.text for t in examples[0].reference]))
+    groups = spacy_rhetoric.parallelisms(doc)
+    assert groups, "the over-fitted model should find the parallelism of a training paragraph"
+    flat = list(doc.spans["parallelism"])
+    assert sorted(s.start for g in groups for s in g) == [s.start for s in flat]
+    for group in groups:
+        assert len(group) >= 2
+        assert {s.label_ for s in group} == {"branch"}
+        assert len({s.id_ for s in group}) == 1  # the group is recoverable from any branch
+        assert all(doc.spans[s.id_] is not None and s in list(doc.spans[s.id_]) for s in group)
+
+
+def test_serialization_roundtrip(trained, tmp_path):
+    nlp, examples, _ = trained
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    docs = [Doc(nlp.vocab, words=[t.text for t in eg.reference]) for eg in examples]
+    before = [parallelism_offsets(d) for d in nlp.pipe(docs)]
+    after = [parallelism_offsets(loaded(Doc(loaded.vocab, words=[t.text for t in d]))) for d in docs]
+    assert before == after
+    assert loaded.get_pipe("parallelism_linker").labels == nlp.get_pipe("parallelism_linker").labels
+
+
+def test_bad_and_long_input(trained):
+    nlp, examples, _ = trained
+    assert list(nlp("").spans["parallelism"]) == []
+    assert list(nlp("   ").spans["parallelism"]) == []
+    english = nlp("We shall fight on the beaches, we shall fight on the landing grounds.")
+    assert all(len(g) >= 2 for g in spacy_rhetoric.parallelisms(english))
+    # a 2,000-word document, far longer than any training paragraph: tagged in full
+    words = [t.text for eg in examples for t in eg.reference]
+    words = (words * (2000 // len(words) + 1))[:2000]
+    linker = nlp.get_pipe("parallelism_linker")
+    long_doc = Doc(nlp.vocab, words=words)
+    (path,) = linker.predict([long_doc])
+    assert len(path) == 2000
+    linker.set_annotations([long_doc], [path])
+    assert max((s.end for s in long_doc.spans["parallelism"]), default=0) > 1000
+
+
+def test_score_reports_all_metrics(trained):
+    nlp, examples, _ = trained
+    scores = nlp.evaluate(examples)
+    for metric in ("epm", "mpbm", "mbawo", "mwo"):
+        for part in ("p", "r", "f"):
+            assert 0.0 <= scores[f"parallelism_{metric}_{part}"] <= 1.0
+
+
+def test_unknown_scheme_is_an_error():
+    nlp = spacy.blank("zh")
+    with pytest.raises(Exception, match="BIOX"):
+        nlp.add_pipe("parallelism_linker", config={"tagset": "BIOX"})
+
+
+def test_cpu_config_trains_with_spacy_train(train_docs, tmp_path):
+    """configs/parallelism_cpu.cfg, its reader and scorer through `spacy train` (3 steps)."""
+    from spacy.cli.train import train
+
+    path = tmp_path / "tiny.spacy"
+    DocBin(docs=list(train_docs), store_user_data=True).to_disk(path)
+    overrides = {
+        "paths.train": str(path),
+        "paths.dev": str(path),
+        "training.max_steps": 3,
+        "training.eval_frequency": 3,
+        "components.tok2vec.model.encode.width": 32,
+        "components.tok2vec.model.embed.rows": [500, 200, 200],
+    }
+    train(ROOT / "configs" / "parallelism_cpu.cfg", tmp_path / "out", overrides=overrides)
+    nlp = spacy.load(tmp_path / "out" / "model-last")
+    assert nlp.pipe_names == ["tok2vec", "parallelism_linker"]
+    assert nlp.get_pipe("parallelism_linker").cfg["tagset"] == "BIOMJ"
+
+
+def _tiny_bert(path: Path, docs) -> None:
+    """A randomly initialised 2-layer BERT and a char tokenizer, saved locally."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    chars = sorted({c for d in docs for c in d.text})
+    (path / "vocab.txt").parent.mkdir(parents=True, exist_ok=True)
+    (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars) + "\n", encoding="utf8")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), tokenize_chinese_chars=True)
+    tokenizer.save_pretrained(path)
+    config = BertConfig(vocab_size=len(chars) + 5, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=37, max_position_embeddings=512)
+    BertModel(config).save_pretrained(path)
+
+
+def test_trf_config_wiring_with_a_tiny_local_bert(train_docs, tmp_path):
+    """configs/parallelism_trf.cfg with a tiny random BERT: a few training steps on CPU."""
+    from spacy.cli.train import train
+
+    bert = tmp_path / "tiny-bert"
+    _tiny_bert(bert, train_docs)
+    path = tmp_path / "tiny.spacy"
+    DocBin(docs=list(train_docs[:3]), store_user_data=True).to_disk(path)
+    overrides = {
+        "paths.train": str(path),
+        "paths.dev": str(path),
+        "system.gpu_allocator": None,
+        "training.max_steps": 2,
+        "training.eval_frequency": 2,
+        "components.transformer.model.name": str(bert),
+        "components.transformer.model.get_spans.window": 32,
+        "components.transformer.model.get_spans.stride": 24,
+        "components.parallelism_linker.model.hidden_width": 16,
+    }
+    train(ROOT / "configs" / "parallelism_trf.cfg", tmp_path / "out", overrides=overrides)
+    nlp = spacy.load(tmp_path / "out" / "model-last")
+    assert nlp.pipe_names == ["transformer", "parallelism_linker"]
+    doc = nlp(Doc(nlp.vocab, words=[t.text for t in train_docs[0]]))
+    assert all(len(g) >= 2 for g in spacy_rhetoric.parallelisms(doc))
