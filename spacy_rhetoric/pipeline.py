@@ -1,0 +1,277 @@
+"""Assemble the trained components into the ``zh_rhetoric`` pipeline.
+
+Each component is trained in its own pipeline (``spacy train configs/*.cfg``)
+with its own ``tok2vec``. Sourcing two such components into one pipeline
+would make their listeners collide on one ``tok2vec``, so every sourced
+component is first made self-contained with ``Language.replace_listeners``
+on its source pipeline (the listener is replaced by a copy of the tok2vec it
+was trained with, weights included).
+
+Assembled order (DESIGN §2): tokenizer (``zh`` with a spacy-pkuseg model, or
+character segmentation without one) -> ``clause_segmenter`` ->
+``rhetoric_textcat`` -> ``rhetoric_components`` -> ``parallelism_linker``
+[-> ``rhetoric_generator`` when a backend config is given]. A component
+without a source is left out.
+
+The output folder holds no absolute path and no secret (a generator backend
+keeps only the *name* of the environment variable with its key), so it can be
+committed and loaded anywhere with ``spacy.load(folder)``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import spacy
+from spacy.language import Language
+from thinc.api import Config
+
+from .tokenizer import make_nlp
+
+#: The trainable components, in pipeline order (factory names, DESIGN §6).
+COMPONENT_ORDER: Tuple[str, ...] = ("rhetoric_textcat", "rhetoric_components", "parallelism_linker")
+#: Architectures whose sublayer listens to an upstream embedding component.
+LISTENER_ARCHITECTURES = ("spacy.Tok2VecListener.v1", "spacy-transformers.TransformerListener.v1")
+PACKAGE_NAME = "rhetoric"  # spacy package prefixes the language: zh_rhetoric
+
+#: The corpora a component can be trained on, as meta ``sources`` entries.
+CORPORA: Dict[str, Dict[str, str]] = {
+    "pse-i": {
+        "name": "PSE-I (Paibi Student Essays, in-paragraph)",
+        "author": "Song et al. 2016; Bothwell et al. 2023",
+        "url": "https://github.com/Mythologos/Paibi-Student-Essays",
+        "license": "CC BY-SA 4.0",
+    },
+    "simile": {
+        "name": "Chinese Simile Recognition dataset",
+        "author": "Liu et al. 2018 (EMNLP)",
+        "url": "https://github.com/cnunlp/Chinese-Simile-Recognition-Dataset",
+        "license": "research release, no explicit license (cite the paper)",
+    },
+    "cmdag": {
+        "name": "CMDAG Chinese metaphor dataset",
+        "author": "Shao et al. 2024 (LREC-COLING)",
+        "url": "https://github.com/JasonShao55/Chinese_Metaphor_Explanation",
+        "license": "research release, no explicit license (cite the paper)",
+    },
+    "cerd": {
+        "name": "CERD (Chinese Essay Rhetoric Dataset)",
+        "author": "Liu et al. 2024",
+        "url": "available from its authors on request",
+        "license": "terms of the authors",
+    },
+}
+
+
+def listener_paths(config: Mapping[str, Any], prefix: str = "model") -> List[str]:
+    """Dotted paths (e.g. ``"model.tok2vec"``) of the listener sublayers in a
+    component's ``model`` config block, as ``replace_listeners`` expects."""
+    found: List[str] = []
+    for key, value in config.items():
+        if not isinstance(value, Mapping):
+            continue
+        path = f"{prefix}.{key}"
+        if value.get("@architectures") in LISTENER_ARCHITECTURES:
+            found.append(path)
+        else:
+            found.extend(listener_paths(value, path))
+    return found
+
+
+def _find_component(source: Language, factory: str, origin: str) -> str:
+    """Name of the one component of ``source`` made by ``factory``.
+
+    Raises ValueError if there is none or more than one.
+    """
+    names = [n for n in source.pipe_names if source.get_pipe_meta(n).factory == factory]
+    if len(names) != 1:
+        raise ValueError(f"{origin}: expected one '{factory}' component, found {names or 'none'} in {source.pipe_names}")
+    return names[0]
+
+
+def make_self_contained(source: Language, name: str) -> None:
+    """Replace the listeners of component ``name`` in ``source`` by copies of
+    the embedding layers they listen to (spaCy ``replace_listeners``)."""
+    model_cfg = source.config["components"][name].get("model", {})
+    paths = listener_paths(model_cfg)
+    if not paths:
+        return
+    for emb_name, emb in source.pipeline:
+        listening = getattr(emb, "listening_components", [])
+        if name in listening:
+            source.replace_listeners(emb_name, name, paths)
+            return
+    raise ValueError(f"component '{name}' has a listener ({paths}) but no upstream embedding component lists it")
+
+
+def corpora_of(config: Config) -> List[str]:
+    """Corpus keys of :data:`CORPORA` named in a training config's ``[paths]``
+    and ``[corpora]`` (e.g. ``corpus/pse-i/train.spacy`` -> ``pse-i``)."""
+    text = json.dumps({k: config.get(k, {}) for k in ("paths", "corpora")}, default=str).lower()
+    return [key for key in CORPORA if key in text]
+
+
+def _portable(path: Union[str, Path]) -> str:
+    """A path for the meta: relative to the working directory when below it,
+    else only its last two parts (never an absolute path)."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return Path(*path.parts[-2:]).as_posix()
+
+
+def _flatten_numbers(data: Any, prefix: str = "") -> Dict[str, float]:
+    out: Dict[str, float] = {}
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            out.update(_flatten_numbers(value, f"{prefix}/{key}" if prefix else str(key)))
+    elif isinstance(data, (int, float)) and not isinstance(data, bool) and math.isfinite(data):
+        out[prefix] = float(data)
+    return out
+
+
+def read_metrics(paths: Iterable[Union[str, Path]]) -> Dict[str, Dict[str, float]]:
+    """Evaluation figures from JSON files (e.g. ``spacy evaluate --output``):
+    ``{file stem: {metric: value}}`` with nested dicts flattened to
+    ``"a/b"`` keys and only finite numbers kept.
+
+    Raises ValueError naming the file if one is not valid JSON.
+    """
+    result: Dict[str, Dict[str, float]] = {}
+    for path in sorted(Path(p) for p in paths):
+        try:
+            data = json.loads(path.read_text(encoding="utf8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}, line {err.lineno}: invalid JSON ({err.msg})") from None
+        numbers = _flatten_numbers(data)
+        if numbers:
+            result[path.stem] = numbers
+    return result
+
+
+def _generator_config(path: Path) -> Dict[str, Any]:
+    """The ``[components.rhetoric_generator]`` block of a config file
+    (without ``factory``). Raises ValueError if the file has none."""
+    cfg = Config().from_disk(path, interpolate=False)
+    block = cfg.get("components", {}).get("rhetoric_generator")
+    if block is None:
+        raise ValueError(f"{path}: no [components.rhetoric_generator] section")
+    return {k: v for k, v in block.items() if k != "factory"}
+
+
+def assemble(
+    sources: Mapping[str, Union[str, Path]],
+    *,
+    pkuseg_model: Optional[Union[str, Path]] = None,
+    metrics: Sequence[Union[str, Path]] = (),
+    corpora: Sequence[str] = (),
+    generator_config: Optional[Union[str, Path]] = None,
+    version: Optional[str] = None,
+    clause_config: Optional[Dict[str, Any]] = None,
+) -> Language:
+    """Build the assembled pipeline (see module docstring).
+
+    sources: ``{factory: trained pipeline folder}`` for factories of
+        :data:`COMPONENT_ORDER`; the component made by that factory is taken
+        from the folder (whatever its name there) and added under the factory
+        name.
+    pkuseg_model: spacy-pkuseg model folder for the tokenizer (None:
+        character segmentation); it is stored inside the pipeline.
+    metrics: JSON files of evaluation figures for ``meta["performance"]``.
+    corpora: extra :data:`CORPORA` keys to credit (e.g. the corpora the
+        pkuseg model was trained on); the sources' own training corpora are
+        read from their configs.
+    generator_config: config file with a ``[components.rhetoric_generator]``
+        block; the generator is added only when this is given.
+    Raises ValueError for an unknown factory or corpus key, or a source
+    without exactly one component of its factory; OSError if a folder is
+    missing.
+    """
+    unknown = set(sources) - set(COMPONENT_ORDER)
+    if unknown:
+        raise ValueError(f"unknown component(s) {sorted(unknown)}; expected some of {COMPONENT_ORDER}")
+    bad = set(corpora) - set(CORPORA)
+    if bad:
+        raise ValueError(f"unknown corpus key(s) {sorted(bad)}; expected some of {sorted(CORPORA)}")
+    nlp = make_nlp(Path(pkuseg_model) if pkuseg_model else None)
+    nlp.add_pipe("clause_segmenter", config=clause_config or {})
+    used = list(corpora)
+    trained_from: Dict[str, Dict[str, Any]] = {}
+    for factory in COMPONENT_ORDER:
+        if factory not in sources:
+            continue
+        path = Path(sources[factory])
+        if not path.exists():
+            raise OSError(f"trained pipeline for {factory} not found: {path}")
+        source = spacy.load(path)
+        name = _find_component(source, factory, str(path))
+        make_self_contained(source, name)
+        nlp.add_pipe(name, name=factory, source=source)
+        source_corpora = corpora_of(source.config)
+        used.extend(source_corpora)
+        trained_from[factory] = {"path": _portable(path), "corpora": source_corpora,
+                                 "version": source.meta.get("version")}
+    if generator_config is not None:
+        nlp.add_pipe("rhetoric_generator", config=_generator_config(Path(generator_config)))
+    _set_meta(nlp, version=version, corpora=used, trained_from=trained_from,
+              metrics=read_metrics(metrics), pkuseg=pkuseg_model is not None)
+    return nlp
+
+
+def _set_meta(
+    nlp: Language,
+    *,
+    version: Optional[str],
+    corpora: Sequence[str],
+    trained_from: Dict[str, Dict[str, Any]],
+    metrics: Dict[str, Dict[str, float]],
+    pkuseg: bool,
+) -> None:
+    from . import __version__
+
+    keys = [k for k in CORPORA if k in set(corpora)]
+    nlp.meta.update(
+        {
+            "name": PACKAGE_NAME,
+            "version": version or __version__,
+            "description": (
+                "Rhetorical devices in Chinese prose (spacy-rhetoric): clause segmentation, "
+                "per-sentence coarse/form/content classification, rhetorical components "
+                "(tenor, vehicle, comparator, ...) and parallelism (排比) branches. "
+                f"Tokenizer: {'spacy-pkuseg model trained on LTP-segmented words' if pkuseg else 'characters'}."
+            ),
+            "author": "spacy-rhetoric",
+            "url": "",
+            # Trained on CC BY-SA data: the weights are shared alike.
+            "license": "CC BY-SA 4.0" if "pse-i" in keys else "MIT",
+            "sources": [CORPORA[k] for k in keys],
+            "requirements": [f"spacy-rhetoric>={_base_version(__version__)}"],
+        }
+    )
+    nlp.meta["rhetoric"] = {"trained_from": trained_from, "evaluation": metrics}
+    nlp.meta["performance"] = {f"{stem}/{key}": value for stem, scores in metrics.items() for key, value in scores.items()}
+
+
+def _base_version(version: str) -> str:
+    return version.split("+")[0]
+
+
+def assemble_to_disk(output_dir: Union[str, Path], sources: Mapping[str, Union[str, Path]], **kwargs) -> Language:
+    """:func:`assemble`, then ``nlp.to_disk(output_dir)``; returns the pipeline.
+
+    Raises ValueError if the saved config or meta would contain the absolute
+    path of the working directory (the folder must stay portable).
+    """
+    nlp = assemble(sources, **kwargs)
+    output_dir = Path(output_dir)
+    nlp.to_disk(output_dir)
+    cwd = str(Path.cwd().resolve())
+    for name in ("config.cfg", "meta.json"):
+        text = (output_dir / name).read_text(encoding="utf8")
+        if cwd in text or os.path.expanduser("~") + os.sep in text:
+            raise ValueError(f"{output_dir / name} contains an absolute path; pass relative paths")
+    return nlp
