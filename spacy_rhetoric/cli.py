@@ -330,6 +330,93 @@ def build_tiny_llm_cmd(
     typer.echo(f"tiny random model saved to {path}")
 
 
+@app.command("assemble")
+def assemble_cmd(
+    output_dir: Path = typer.Argument(..., help="Folder for the assembled pipeline (spacy.load-able, committable)"),
+    textcat: Optional[Path] = typer.Option(None, "--textcat", exists=True, file_okay=False, help="Trained pipeline with a rhetoric_textcat"),
+    components: Optional[Path] = typer.Option(None, "--components", exists=True, file_okay=False, help="Trained pipeline with a rhetoric_components"),
+    parallelism: Optional[Path] = typer.Option(None, "--parallelism", exists=True, file_okay=False, help="Trained pipeline with a parallelism_linker"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="spacy-pkuseg model (default: characters)"),
+    metrics: List[Path] = typer.Option([], "--metrics", exists=True, dir_okay=False, help="Evaluation JSON for meta['performance'] (repeatable)"),
+    corpus: List[str] = typer.Option([], "--corpus", help="Extra training corpus to credit: pse-i, simile, cmdag, cerd (repeatable)"),
+    generator_config: Optional[Path] = typer.Option(None, "--generator-config", exists=True, dir_okay=False, help="Config with [components.rhetoric_generator]; adds the generator"),
+    version: Optional[str] = typer.Option(None, "--version", help="Pipeline version (default: the package version)"),
+) -> None:
+    """Assemble trained components into one pipeline: tokenizer -> clause_segmenter -> rhetoric_textcat -> rhetoric_components -> parallelism_linker."""
+    from wasabi import msg
+
+    from .pipeline import assemble_to_disk
+
+    sources = {k: v for k, v in (("rhetoric_textcat", textcat), ("rhetoric_components", components),
+                                  ("parallelism_linker", parallelism)) if v is not None}
+    if not sources:
+        msg.warn("no trained component given: the pipeline only segments words and clauses")
+    nlp = assemble_to_disk(output_dir, sources, pkuseg_model=pkuseg_model, metrics=metrics, corpora=corpus,
+                           generator_config=generator_config, version=version)
+    size = sum(p.stat().st_size for p in output_dir.rglob("*") if p.is_file()) / 2**20
+    msg.good(f"{nlp.lang}_{nlp.meta['name']} {nlp.meta['version']} -> {output_dir} ({size:.1f} MiB): {nlp.pipe_names}")
+    for key, value in sorted(nlp.meta.get("performance", {}).items()):
+        msg.text(f"  {key}: {value:.4f}")
+
+
+@app.command("analyze")
+def analyze_cmd(
+    paths: List[str] = typer.Argument(..., help="Files (.txt, PSE-I .xml), folders, or - for stdin"),
+    fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (schema spacy-rhetoric/analysis/v1) or html"),
+    output: str = typer.Option("-", "--output", "-o", help="Output file (- = stdout)"),
+    model: str = typer.Option("zh_rhetoric", "--model", "-m", help="Installed pipeline name or pipeline folder"),
+    n_process: int = typer.Option(1, "--n-process", min=1, help="Worker processes for nlp.pipe"),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Documents per batch"),
+    split: Optional[str] = typer.Option(None, "--split", help="For a PSE-I folder with splits.json: only this split (train, dev, optimization, test)"),
+    max_length: Optional[int] = typer.Option(None, "--max-length", help="Raise the pipeline's max_length (characters per document)"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr"),
+) -> None:
+    """Find rhetorical devices in documents; writes one JSONL record per document or an HTML report."""
+    from wasabi import msg
+
+    from .analyze import analyze
+
+    try:
+        totals = analyze(paths, output, model=model, fmt=fmt.lower(), n_process=n_process, batch_size=batch_size,
+                         split=split, max_length=max_length, progress=progress)
+    except (ValueError, OSError) as err:
+        msg.fail(str(err), exits=1)
+    if output != "-":
+        msg.good(f"wrote {output}: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+
+
+@benchmark_app.command("pipeline")
+def benchmark_pipeline_cmd(
+    model: str = typer.Option("zh_rhetoric", "--model", "-m", help="Installed pipeline name or pipeline folder"),
+    pse_dir: Path = typer.Option(Path("../shared/data/pse-i"), "--pse-dir", exists=True, file_okay=False, help="PSE-I folder (splits.json, xml/)"),
+    split: str = typer.Option("test", "--split", help="PSE-I split to run on (42 test essays)"),
+    n_process: List[int] = typer.Option([1, 2], "--n-process", help="Settings to time (repeatable)"),
+    batch_size: int = typer.Option(4, "--batch-size", min=1),
+    repeat: int = typer.Option(1, "--repeat", min=1, help="Timed passes per setting (best is reported)"),
+    output: Optional[Path] = typer.Option(None, "--output", help="Write the results as JSON here"),
+) -> None:
+    """Whole-pipeline speed (words/s, essays/s) with 1 and N processes and peak RSS, on PSE-I essays."""
+    import srsly
+    from wasabi import msg
+
+    from .analyze import load_pipeline
+    from .benchmark import benchmark_pipeline, pse_test_texts
+
+    data = pse_test_texts(pse_dir, split)
+    result = benchmark_pipeline(load_pipeline(model), data["texts"], n_processes=n_process, batch_size=batch_size,
+                                repeat=repeat, gold_words=data["gold_words"])
+    header = ("n_process", "seconds", "words/s", "essays/s", "chars/s", "peak RSS MiB (self)", "peak RSS MiB (largest child)")
+    rows = [(r["n_process"], f"{r['seconds_best']:.2f}", f"{r['words_per_second']:.0f}", f"{r['docs_per_second']:.2f}",
+             f"{r['chars_per_second']:.0f}", f"{r['peak_rss_mib_self']:.0f}", f"{r['peak_rss_mib_children']:.0f}")
+            for r in result["rows"]]
+    msg.table(rows, header=header, divider=True,
+              title=f"{result['model']['name']} on {result['docs']} PSE-I {split} essays ({result['chars']} chars, "
+                    f"{rows and result['rows'][0]['words']} pipeline words, {data['gold_words']} gold words)")
+    if output:
+        srsly.write_json(output, result)
+        msg.good(f"wrote {output}")
+
+
 def main() -> None:
     """Entry point of the ``rhetoric`` console script."""
     app()

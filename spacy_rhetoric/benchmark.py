@@ -1,0 +1,113 @@
+"""Speed and memory of the whole pipeline on the PSE-I test essays.
+
+One document per essay (its paragraphs joined by ``\\n``, as ``analyze``
+reads an XML essay). For each ``n_process`` setting the documents go through
+``nlp.pipe`` once untimed (warm-up, 1 process) and then ``repeat`` timed
+passes; the timed wall clock includes starting the worker processes, as a
+user running ``analyze --n-process N`` sees it.
+
+Units: words/second counts the non-space tokens the pipeline's own tokenizer
+produces (pkuseg words, or characters without a pkuseg model); the gold LTP
+word count of the essays is reported beside it. Peak RSS is
+``resource.getrusage(...).ru_maxrss`` (KiB on Linux) of this process and of
+its largest finished child process, in MiB.
+"""
+from __future__ import annotations
+
+import platform
+import resource
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from spacy.language import Language
+
+
+def pse_test_texts(pse_dir: Union[str, Path], split: str = "test") -> Dict[str, Any]:
+    """``{"ids": [...], "texts": [...], "gold_words": n}`` for the essays of
+    one PSE-I split. Raises CorpusFormatError for malformed files."""
+    import spacy
+
+    from .corpora.pse_i import iter_split, read_splits
+
+    pse_dir = Path(pse_dir)
+    ids, texts, gold_words = [], [], 0
+    for name, docs in iter_split(pse_dir, read_splits(pse_dir)[split], spacy.blank("zh").vocab):
+        ids.append(Path(name).stem)
+        texts.append("\n".join(d.text for d in docs))
+        gold_words += sum(len(d) for d in docs)
+    return {"ids": ids, "texts": texts, "gold_words": gold_words}
+
+
+def peak_rss_mib() -> Dict[str, float]:
+    """Peak resident set size so far: this process and its largest finished
+    child, MiB (``ru_maxrss`` is KiB on Linux)."""
+    return {
+        "self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }
+
+
+def time_pipe(nlp: Language, texts: Sequence[str], n_process: int, batch_size: int, repeat: int) -> Dict[str, float]:
+    """Timed passes of ``nlp.pipe`` over ``texts``; returns seconds (best
+    and mean of ``repeat``), words/second and docs/second (from the best)."""
+    words, runs = 0, []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        words = sum(sum(1 for t in doc if not t.is_space) for doc in nlp.pipe(texts, n_process=n_process, batch_size=batch_size))
+        runs.append(time.perf_counter() - start)
+    best = min(runs)
+    return {
+        "n_process": n_process,
+        "seconds_best": best,
+        "seconds_mean": sum(runs) / len(runs),
+        "words": words,
+        "words_per_second": words / best,
+        "docs_per_second": len(texts) / best,
+        "chars_per_second": sum(len(t) for t in texts) / best,
+    }
+
+
+def benchmark_pipeline(
+    nlp: Language,
+    texts: Sequence[str],
+    *,
+    n_processes: Sequence[int] = (1, 2),
+    batch_size: int = 4,
+    repeat: int = 1,
+    gold_words: Optional[int] = None,
+) -> Dict[str, Any]:
+    """Run :func:`time_pipe` for each setting (ascending, so the peak RSS
+    read after each row belongs to the settings run so far).
+
+    Raises ValueError for an empty ``texts`` or ``n_process < 1``.
+    """
+    if not texts:
+        raise ValueError("no documents to benchmark")
+    if any(n < 1 for n in n_processes):
+        raise ValueError(f"n_process must be >= 1, got {list(n_processes)}")
+    list(nlp.pipe(texts[:2], batch_size=batch_size))  # warm-up: lazy allocations, first-call overheads
+    rows: List[Dict[str, Any]] = []
+    for n in sorted(set(n_processes)):
+        row = time_pipe(nlp, texts, n, batch_size, repeat)
+        rss = peak_rss_mib()
+        row["peak_rss_mib_self"], row["peak_rss_mib_children"] = rss["self"], rss["children"]
+        rows.append(row)
+    return {
+        "model": {"name": f"{nlp.lang}_{nlp.meta.get('name', '')}", "version": nlp.meta.get("version"),
+                  "pipeline": list(nlp.pipe_names)},
+        "docs": len(texts),
+        "chars": sum(len(t) for t in texts),
+        "gold_words": gold_words,
+        "batch_size": batch_size,
+        "repeat": repeat,
+        "machine": {"python": platform.python_version(), "processor": platform.machine(),
+                    "cpu_count": _cpu_count()},
+        "rows": rows,
+    }
+
+
+def _cpu_count() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
