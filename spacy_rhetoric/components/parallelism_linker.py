@@ -25,7 +25,7 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import Config, Linear, Model, PyTorchLSTM, chain, list2padded, padded2list, set_dropout_rate, with_array
+from thinc.api import ArgsKwargs, Config, Linear, Model, PyTorchWrapper_v2, chain, set_dropout_rate, torch2xp, with_array, xp2torch
 from thinc.types import Floats2d
 
 from ..crf import CRF, Mask, crf_decode, crf_loss
@@ -62,6 +62,72 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 _TYPE_ORDER = {"O": 0, "M": 1, "B": 2, "I": 3, "J": 4, "E": 5, "L": 6}
 
 
+#: Most padded word positions per prediction sub-batch.
+PAD_BUDGET = 8192
+
+
+def _length_batches(indices: List[int], lengths: List[int]) -> List[List[int]]:
+    """Split doc indices into sub-batches of similar length, so that the
+    BiLSTM and CRF, which run on zero-padded batches, do not spend their time
+    on padding (one long paragraph would otherwise pad every short one)."""
+    batches: List[List[int]] = []
+    current: List[int] = []
+    for i in sorted(indices, key=lambda j: lengths[j]):
+        if current and (len(current) + 1) * lengths[i] > PAD_BUDGET:
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+@registry.layers("spacy_rhetoric.PackedBiLSTM.v1")
+def PackedBiLSTM(nO: int, nI: int, *, depth: int = 1, dropout: float = 0.0) -> Model[List[Floats2d], List[Floats2d]]:
+    """Bidirectional LSTM over a list of sequences, List[Floats2d] (n_i, nI)
+    -> List[Floats2d] (n_i, nO) (nO / 2 per direction).
+
+    Sequences are packed (``torch.nn.utils.rnn.pack_padded_sequence``), so
+    each output depends on its own sequence only: with plain zero padding the
+    backward direction would read the padding first and a document's tags
+    would change with the length of the documents batched with it.
+    """
+    import torch
+
+    class _Packed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = torch.nn.LSTM(nI, nO // 2, depth, batch_first=True, bidirectional=True,
+                                      dropout=dropout if depth > 1 else 0.0)
+
+        def forward(self, X: "torch.Tensor", lengths: "torch.Tensor") -> "torch.Tensor":
+            packed = torch.nn.utils.rnn.pack_padded_sequence(X, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
+            out, _ = self.lstm(packed)
+            Y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=X.shape[1])
+            return Y
+
+    def convert_inputs(model: Model, X, is_train: bool):
+        padded, lengths = X
+        args = ArgsKwargs(args=(xp2torch(padded, requires_grad=is_train), torch.tensor(lengths, dtype=torch.int64)), kwargs={})
+        return args, lambda dX: torch2xp(dX.args[0])
+
+    inner = PyTorchWrapper_v2(_Packed(), convert_inputs=convert_inputs)
+
+    def forward(model: Model, Xs: List[Floats2d], is_train: bool):
+        lengths = [len(x) for x in Xs]
+        if not Xs:
+            return [], lambda dYs: []
+        Y, backprop_inner = inner((model.ops.pad(Xs), lengths), is_train)
+        Ys = model.ops.unpad(model.ops.asarray3f(Y), lengths)
+
+        def backprop(dYs: List[Floats2d]) -> List[Floats2d]:
+            return model.ops.unpad(backprop_inner(model.ops.pad(dYs)), lengths)
+
+        return Ys, backprop
+
+    return Model("packed_bilstm", forward, layers=[inner], dims={"nO": nO, "nI": nI})
+
+
 @registry.architectures("spacy_rhetoric.ParallelismTagger.v1")
 def build_parallelism_tagger(
     tok2vec: Model[List[Doc], List[Floats2d]],
@@ -88,7 +154,7 @@ def build_parallelism_tagger(
         if not width:
             layers.append(with_array(Linear(hidden_width)))
             width = hidden_width
-        layers += [list2padded(), PyTorchLSTM(hidden_width, width, bi=True, depth=lstm_depth, dropout=dropout if lstm_depth > 1 else 0.0), padded2list()]
+        layers.append(PackedBiLSTM(hidden_width, width, depth=lstm_depth, dropout=dropout))
     output_layer = Linear(nO)
     crf = CRF(nO)
     model = chain(*layers, with_array(output_layer), crf)
@@ -193,13 +259,12 @@ class ParallelismLinker(TrainablePipe):
     def predict(self, docs: Iterable[Doc]) -> List[List[int]]:
         """Viterbi tag ids per doc (an empty doc gets ``[]``)."""
         docs = list(docs)
-        live = [i for i, d in enumerate(docs) if len(d)]
         paths: List[List[int]] = [[] for _ in docs]
-        if not live:
-            return paths
-        emissions = self.model.predict([docs[i] for i in live])
-        for i, path in zip(live, crf_decode(self.model.get_ref("crf"), emissions, self._mask())):
-            paths[i] = path
+        crf = self.model.get_ref("crf")
+        for chunk in _length_batches([i for i, d in enumerate(docs) if len(d)], [len(d) for d in docs]):
+            emissions = self.model.predict([docs[i] for i in chunk])
+            for i, path in zip(chunk, crf_decode(crf, emissions, self._mask())):
+                paths[i] = path
         return paths
 
     def set_annotations(self, docs: Iterable[Doc], tag_ids: List[List[int]]) -> None:
