@@ -82,6 +82,14 @@ def sentence_spans(doc: Doc) -> List[Span]:
     return [doc[:]]
 
 
+def mark_one_sentence(doc: Doc) -> None:
+    """Mark a doc without sentence starts as one sentence, so that
+    ``doc.sents`` works on output classified as a whole."""
+    if len(doc) and not doc.has_annotation("SENT_START"):
+        for token in doc[1:]:
+            token.is_sent_start = False
+
+
 def _overlaps(a_start: int, a_end: int, b_start: int, b_end: int) -> bool:
     return a_start < b_end and b_start < a_end
 

@@ -31,6 +31,7 @@ from ..annotation import (
     LEVEL_SPAN_KEYS,
     annotated_labels,
     gold_sentence_labels,
+    mark_one_sentence,
     sentence_spans,
 )
 from ..scorers.classification import score_rhetoric_classification
@@ -124,7 +125,8 @@ class RhetoricTextCategorizer(TrainablePipe):
     """Classify every sentence at the coarse, form and content levels.
 
     Outputs, per sentence ``sent`` of ``doc.sents`` (the whole doc when no
-    sentence starts are set; nothing for an empty doc):
+    sentence starts are set, which is then marked as one sentence; nothing
+    for an empty doc):
 
     - ``sent._.rhetoric`` = ``{"coarse": {label: score}, "form": {...},
       "content": {...}}``: the accepted labels with their probabilities;
@@ -215,6 +217,7 @@ class RhetoricTextCategorizer(TrainablePipe):
         data = self.model.ops.to_numpy(indices.dataXd)
         offset = 0
         for doc, n in zip(docs, lengths):
+            mark_one_sentence(doc)
             groups = {lv: ([], []) for lv in LEVELS}
             for row in range(offset, offset + int(n)):
                 sent = doc[int(data[row, 0]) : int(data[row, 1])]

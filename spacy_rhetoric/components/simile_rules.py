@@ -23,7 +23,7 @@ import numpy
 from spacy.language import Language
 from spacy.tokens import Doc, Span, SpanGroup
 
-from ..annotation import COMPONENTS_KEY, LEVEL_SPAN_KEYS, sentence_spans
+from ..annotation import COMPONENTS_KEY, LEVEL_SPAN_KEYS, mark_one_sentence, sentence_spans
 
 COMPARATOR_CHAR = "像"
 FUNCTION_WORDS = frozenset(
@@ -85,6 +85,7 @@ class SimileRules:
                 components.extend(parts)
             else:
                 sent._.rhetoric = {lv: {"literal": 1.0} for lv in ("coarse", "form", "content")}
+        mark_one_sentence(doc)
         for key, spans in groups.items():
             doc.spans[key] = SpanGroup(doc, name=key, spans=spans, attrs={"scores": numpy.ones(len(spans), dtype="f")})
         doc.spans[COMPONENTS_KEY] = SpanGroup(

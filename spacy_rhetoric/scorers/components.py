@@ -18,7 +18,7 @@ Only component types the reference doc annotates
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from spacy.tokens import Doc, Span
 from spacy.training import Example
@@ -103,25 +103,29 @@ def form_mapping_counts(eg: Example, known: Set[str]) -> Tuple[int, int]:
     return satisfied, considered
 
 
-def score_rhetoric_components(examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
+def score_rhetoric_components(
+    examples: Iterable[Example], labels: Optional[Iterable[str]] = None, prefix: str = PREFIX, **kwargs
+) -> Dict[str, Any]:
     """Score ``doc.spans["rhetoric_components"]`` against the reference.
 
-    Returns the keys of :func:`strict_span_scores` with prefix
-    ``rhetoric_components`` plus ``rhetoric_components_form_mapping``
-    (``None`` when no sentence qualifies).
+    labels: score only these component types (default: all annotated).
+    Returns the keys of :func:`strict_span_scores` with ``prefix`` plus
+    ``{prefix}_form_mapping`` (``None`` when no sentence qualifies).
     """
     pairs = []
     satisfied = considered = 0
     for eg in examples:
         known = set(annotated_components(eg.reference))
+        if labels is not None:
+            known &= set(labels)
         gold = span_set(eg.reference.spans.get(COMPONENTS_KEY, []), known)
         pred = span_set(eg.predicted.spans.get(COMPONENTS_KEY, []), known)
         pairs.append((gold, pred))
         s, c = form_mapping_counts(eg, known)
         satisfied += s
         considered += c
-    scores = strict_span_scores(pairs)
-    scores[f"{PREFIX}_form_mapping"] = satisfied / considered if considered else None
+    scores = strict_span_scores(pairs, prefix)
+    scores[f"{prefix}_form_mapping"] = satisfied / considered if considered else None
     return scores
 
 

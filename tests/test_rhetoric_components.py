@@ -1,0 +1,166 @@
+"""rhetoric_components (span categorizer), the rule baseline, CERD-format
+data, the evaluate/benchmark functions and the transformer config wiring."""
+from __future__ import annotations
+
+import json
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+
+from cerd_fixture import write_cerd_fixture
+from rhetoric_helpers import ROOT, examples_for, simile_docs, tiny_pipeline, train
+from spacy_rhetoric.components.simile_rules import SimileRules
+from spacy_rhetoric.taxonomy import COMPONENT_LABELS
+
+
+@pytest.fixture(scope="module")
+def refs(simile_dir):
+    return list(simile_docs(simile_dir, "Train", 80))
+
+
+@pytest.fixture(scope="module")
+def trained(refs):
+    nlp = tiny_pipeline("rhetoric_cpu.cfg")
+    return train(nlp, examples_for(nlp, refs), steps=4)
+
+
+def test_labels_from_annotation(trained):
+    assert trained.get_pipe("rhetoric_components").labels == ("comparator", "tenor", "vehicle")
+
+
+def test_gradient_masks_unannotated_component_labels(refs):
+    """A simile doc says nothing about hyperbole objects: that column gets
+    zero gradient on every candidate span (fails without masking)."""
+    nlp = tiny_pipeline("rhetoric_cpu.cfg")
+    examples = examples_for(nlp, refs[:10])
+    comp = nlp.get_pipe("rhetoric_components")
+    nlp.config["initialize"]["components"]["rhetoric_components"] = {
+        "labels": ["comparator", "tenor", "vehicle", "hyperbole_object"]
+    }
+    nlp.initialize(lambda: examples)
+    docs = [eg.predicted for eg in examples]
+    nlp.get_pipe("tok2vec").predict(docs)
+    spans = comp.suggester(docs, ops=comp.model.ops)
+    scores = comp.model.ops.alloc2f(int(spans.lengths.sum()), len(comp.labels)) + 0.5
+    _, d_scores = comp.get_loss(examples, (spans, scores))
+    d_scores = comp.model.ops.to_numpy(d_scores)
+    assert not d_scores[:, comp.labels.index("hyperbole_object")].any()
+    for label in ("comparator", "tenor", "vehicle"):
+        assert numpy.abs(d_scores[:, comp.labels.index(label)]).sum() > 0
+
+
+def test_predictions_well_formed(trained, simile_dir):
+    comp = trained.get_pipe("rhetoric_components")
+    comp.cfg["threshold"] = 0.3  # many candidates -> exercises the overlap filter
+    try:
+        docs = [Doc(trained.vocab, words=[t.text for t in r]) for r in simile_docs(simile_dir, "Test", 40)]
+        for doc in trained.pipe(docs):
+            group = doc.spans["rhetoric_components"]
+            assert len(group.attrs["scores"]) == len(group)
+            for label in COMPONENT_LABELS:
+                covered = numpy.zeros(len(doc), dtype=int)
+                for span in group:
+                    if span.label_ == label:
+                        covered[span.start : span.end] += 1
+                assert covered.max(initial=0) <= 1, "same-label spans must not overlap"
+            assert {s.label_ for s in group} <= {"comparator", "tenor", "vehicle"}
+    finally:
+        comp.cfg["threshold"] = 0.5
+
+
+def test_serialisation_round_trip(trained, refs, tmp_path):
+    trained.to_disk(tmp_path / "m")
+    nlp2 = spacy.load(tmp_path / "m")
+    words = [t.text for t in refs[3]]
+    a, b = trained(Doc(trained.vocab, words=words)), nlp2(Doc(nlp2.vocab, words=words))
+    key = "rhetoric_components"
+    assert [(s.start, s.end, s.label_) for s in a.spans[key]] == [(s.start, s.end, s.label_) for s in b.spans[key]]
+    assert numpy.allclose(a.spans[key].attrs["scores"], b.spans[key].attrs["scores"])
+
+
+def test_bad_input(trained):
+    assert len(trained(Doc(trained.vocab, words=[])).spans["rhetoric_components"]) == 0
+    assert trained("Plain English text.").spans["rhetoric_components"] is not None
+    with pytest.raises(ValueError, match="component label"):
+        trained.get_pipe("rhetoric_components").add_label("metaphor")
+
+
+def test_rule_baseline_on_real_sentences(simile_dir):
+    rules = SimileRules()
+    n_with_tenor = 0
+    for ref in simile_docs(simile_dir, "Test", 60):
+        doc = rules(Doc(ref.vocab, words=[t.text for t in ref]))
+        parts = {s.label_: s for s in doc.spans["rhetoric_components"]}
+        assert "像" in parts["comparator"].text
+        assert [s.label_ for s in doc.spans["rhetoric_form"]] == ["simile"]
+        if "tenor" in parts:
+            n_with_tenor += 1
+            assert parts["tenor"].end <= parts["comparator"].start
+            assert not parts["tenor"][0].is_punct
+        if "vehicle" in parts:
+            assert parts["vehicle"].start > parts["comparator"].start
+    assert n_with_tenor > 30
+    literal = rules(Doc(ref.vocab, words=["今天", "天气", "很", "好", "。"]))
+    assert len(literal.spans["rhetoric"]) == 0 and list(literal.sents)[0]._.rhetoric["coarse"] == {"literal": 1.0}
+
+
+def test_cerd_fixture_all_labels(tmp_path):
+    """CERD-format data annotates every level: converted with the project's
+    CERD reader, it trains both components over the whole label space."""
+    from spacy_rhetoric.corpora.cerd import read_cerd
+
+    paths = write_cerd_fixture(tmp_path / "cerd")
+    nlp = tiny_pipeline("rhetoric_cpu.cfg")
+    refs = [d for task, p in paths.items() for d in read_cerd(p, task, spacy.blank("zh"))]
+    nlp = train(nlp, examples_for(nlp, refs), steps=3)
+    trained = set(nlp.get_pipe("rhetoric_textcat").cfg["trained_labels"])
+    assert {"coarse/literal", "coarse/hyperbole", "form/verb", "content/prolepsis"} <= trained
+    assert set(nlp.get_pipe("rhetoric_components").labels) == set(COMPONENT_LABELS)
+    doc = nlp("她的笑容像春天的阳光一样温暖。")
+    assert list(doc.sents)[0]._.rhetoric["coarse"]
+
+
+def test_evaluate_and_benchmark(trained, tmp_path, simile_dir):
+    from spacy.tokens import DocBin
+
+    from spacy_rhetoric.scorers.evaluate import benchmark_pipeline, evaluate_rhetoric
+
+    db = DocBin(store_user_data=True, docs=simile_docs(simile_dir, "Test", 40))
+    db.to_disk(tmp_path / "test.spacy")
+    trained.to_disk(tmp_path / "m")
+    scores = evaluate_rhetoric(tmp_path / "m", tmp_path / "test.spacy", output=tmp_path / "s.json")
+    assert json.loads((tmp_path / "s.json").read_text())["n_docs"] == 40
+    assert 0.0 <= scores["rhetoric_form_micro_f"] <= 1.0
+    assert set(scores["rhetoric_tenor_vehicle_per_type"]) <= {"tenor", "vehicle"}
+    rules = evaluate_rhetoric("rules", tmp_path / "test.spacy")
+    assert rules["rhetoric_form_per_type"]["simile"]["r"] == 1.0
+    bench = benchmark_pipeline(tmp_path / "m", tmp_path / "test.spacy")
+    assert set(bench["components"]) == {"tok2vec", "rhetoric_textcat", "rhetoric_components"}
+    assert bench["n_words"] == sum(len(d) for d in simile_docs(simile_dir, "Test", 40))
+
+
+def test_transformer_config_with_tiny_bert(tmp_path, refs):
+    """configs/rhetoric_trf.cfg wired to a tiny random local BERT trains a
+    few steps on CPU and predicts."""
+    pytest.importorskip("spacy_transformers")
+    from tiny_models import tiny_encoder
+
+    bert = tiny_encoder(tmp_path / "bert")
+    cfg = spacy.util.load_config(
+        ROOT / "configs" / "rhetoric_trf.cfg",
+        overrides={
+            "paths.transformer": str(bert),
+            "system.gpu_allocator": None,
+            # the tiny BERT has 128 positions; words are 1-3 characters
+            "components.transformer.model.get_spans.window": 32,
+            "components.transformer.model.get_spans.stride": 24,
+        },
+        interpolate=False,
+    )
+    nlp = spacy.util.load_model_from_config(cfg, auto_fill=True, validate=True)
+    nlp = train(nlp, examples_for(nlp, refs[:12]), steps=2)
+    doc = nlp(Doc(nlp.vocab, words=[t.text for t in refs[0]]))
+    assert list(doc.sents)[0]._.rhetoric["coarse"]
+    assert "rhetoric_components" in doc.spans
