@@ -417,6 +417,102 @@ def benchmark_pipeline_cmd(
         msg.good(f"wrote {output}")
 
 
+@app.command("evaluate-parallelism")
+def evaluate_parallelism_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline with a parallelism_linker"),
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold DocBin, e.g. corpus/pse-i/test.spacy"),
+    output: Path = typer.Option(Path("metrics/parallelism.json"), "--output", "-o", help="JSON report (a .md is written beside it)"),
+) -> None:
+    """EPM/MPBM/MBAWO/MWO P/R/F and Appendix-G error counts of the parallelism linker on gold words."""
+    from wasabi import msg
+
+    from .evaluation.parallelism import CATEGORIES, PUBLISHED_F1, evaluate_linker
+
+    result = evaluate_linker(model, data, output)
+    rows = [(m.upper(), f"{v['p']:.3f}", f"{v['r']:.3f}", f"{v['f']:.3f}", f"{PUBLISHED_F1[m]:.3f}") for m, v in result["metrics"].items()]
+    msg.table(rows, header=("metric", "P", "R", "F1", "published F1"), divider=True,
+              title=f"{result['linker']} on {result['essays']} essays / {result['documents']} paragraphs / {result['words']} words")
+    msg.table([[result["errors"][k] for k in (*CATEGORIES, "correct")]], header=(*CATEGORIES, "correct"), divider=True,
+              title="Appendix G error categories")
+    msg.good(f"wrote {output} and {output.with_suffix('.md')}")
+
+
+@benchmark_app.command("parallelism")
+def benchmark_parallelism_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline with a parallelism_linker"),
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold DocBin, e.g. corpus/pse-i/test.spacy"),
+    repeats: int = typer.Option(3, "--repeats", help="Timed passes (best is reported)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the numbers as JSON"),
+) -> None:
+    """Linker words/second on one CPU core and peak memory (run under `taskset -c 0` to pin one core)."""
+    import srsly
+    from wasabi import msg
+
+    from .evaluation.parallelism import benchmark_linker
+
+    result = benchmark_linker(model, data, repeats=repeats)
+    msg.table([(k, f"{v:.2f}" if isinstance(v, float) else v) for k, v in result.items()], divider=True,
+              title="parallelism linker, one CPU thread")
+    if output:
+        srsly.write_json(output, result)
+
+
+@benchmark_app.command("parallelism-scorer")
+def benchmark_parallelism_scorer_cmd(
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold DocBin, e.g. corpus/pse-i/test.spacy"),
+    model: Optional[Path] = typer.Option(None, "--model", exists=True, file_okay=False, help="Also score this pipeline's predictions"),
+    repeats: int = typer.Option(5, "--repeats", help="Timed passes (best is reported)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the numbers as JSON"),
+) -> None:
+    """Time EPM/MPBM/MBAWO/MWO with spacy_rhetoric's scorer vs pyrallelism on the same inputs."""
+    import srsly
+    from wasabi import msg
+
+    from .evaluation.parallelism import benchmark_scorer
+
+    result = benchmark_scorer(data, model, repeats=repeats)
+    msg.table([(k, v["documents"], f"{v['ours_seconds']:.4f}", f"{v['pyrallelism_seconds']:.4f}", f"{v['speedup']:.2f}x")
+               for k, v in result.items()], header=("input", "docs", "ours s", "pyrallelism s", "speed-up"), divider=True,
+              title="scorer vs pyrallelism (all four metrics; scores equal to 1e-9)")
+    if output:
+        srsly.write_json(output, result)
+
+
+@app.command("evaluate-rhetoric")
+def evaluate_rhetoric_cmd(
+    model: str = typer.Argument(..., help="Pipeline folder/name with rhetoric_textcat and/or rhetoric_components, or 'rules' for the rule baseline"),
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold DocBin, e.g. corpus/simile/test.spacy"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write all scores as JSON here"),
+    gold_sents: bool = typer.Option(True, "--gold-sents/--no-gold-sents", help="Give the pipeline the gold sentence starts"),
+) -> None:
+    """Sentence classification (EM, micro/macro P/R/F1, mapping rates) and component scores on gold words."""
+    from wasabi import msg
+
+    from .scorers.evaluate import evaluate_rhetoric, summary_rows
+
+    scores = evaluate_rhetoric(model, data, gold_sents=gold_sents, output=output)
+    msg.table(summary_rows(scores), header=("score", "P", "R", "F1"), title=f"{model} on {data}", divider=True)
+
+
+@benchmark_app.command("rhetoric")
+def benchmark_rhetoric_cmd(
+    model: str = typer.Argument(..., help="Pipeline folder/name, or 'rules' for the rule baseline"),
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="DocBin with gold words, e.g. corpus/simile/test.spacy"),
+    limit: int = typer.Option(0, help="Use at most this many docs (0 = all)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the timings as JSON here"),
+) -> None:
+    """Words/second of each pipeline component on one CPU core (gold words and sentences)."""
+    from wasabi import msg
+
+    from .scorers.evaluate import benchmark_pipeline
+
+    result = benchmark_pipeline(model, data, limit=limit, output=output)
+    rows = [(name, f"{v['seconds']:.2f}", f"{v['wps']:.0f}") for name, v in result["components"].items()]
+    rows.append(("pipeline", f"{result['pipeline']['seconds']:.2f}", f"{result['pipeline']['wps']:.0f}"))
+    msg.table(rows, header=("component", "seconds", "words/s"), divider=True,
+              title=f"{result['n_words']} words, {result['n_docs']} docs, 1 thread")
+
+
 def main() -> None:
     """Entry point of the ``rhetoric`` console script."""
     app()

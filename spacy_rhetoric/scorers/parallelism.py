@@ -20,8 +20,9 @@ with
 Results equal pyrallelism's exactly: the inner MBAWO matching is built on the
 same square zero-padded matrix with branches in the same order (iteration
 order of a Python ``set`` of ``(start, end)`` tuples), so ties resolve the
-same way. Speed comes from interval arithmetic for overlaps (no word sets),
-and from skipping the assignment solver when no choice exists.
+same way. Speed comes from scoring all four metrics in one pass, interval
+arithmetic for overlaps (no word sets), scoring only pairs that share a word,
+and skipping the assignment solver when no choice exists.
 """
 from __future__ import annotations
 
@@ -40,101 +41,112 @@ Branch = Tuple[int, int]
 Groups = Sequence[Sequence[Branch]]
 
 
-def _as_array(branches: Iterable[Branch]) -> numpy.ndarray:
-    """Branches in pyrallelism's order (iteration of a set), Ints2d (n, 2)."""
-    return numpy.array([b for b in set(map(tuple, branches))], dtype="int64").reshape(-1, 2)
+def _overlap(a: Branch, b: Branch) -> int:
+    """Shared words of two ``(start, end)`` spans."""
+    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
 
 
-def _overlap(h: numpy.ndarray, r: numpy.ndarray) -> numpy.ndarray:
-    """Word overlap of every branch pair: Ints2d (len(h), len(r))."""
-    lo = numpy.maximum(h[:, None, 0], r[None, :, 0])
-    hi = numpy.minimum(h[:, None, 1], r[None, :, 1])
-    return numpy.clip(hi - lo, 0, None)
+class _Prepared:
+    """A parallelism in the forms the metrics need, computed once per document."""
+
+    __slots__ = ("branches", "branch_set", "merged", "n_words", "lo", "hi")
+
+    def __init__(self, branches: Iterable[Branch]) -> None:
+        # pyrallelism iterates a set of (start, end) tuples; same order here
+        # so that ties in the inner MBAWO matching resolve identically.
+        self.branch_set = frozenset((int(s), int(e)) for s, e in branches)
+        self.branches = list(self.branch_set)
+        merged: List[List[int]] = []
+        for s, e in sorted(self.branches):
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        self.merged = [(s, e) for s, e in merged if e > s]
+        self.n_words = sum(e - s for s, e in self.merged)
+        self.lo = min((s for s, _ in self.branches), default=0)
+        self.hi = max((e for _, e in self.branches), default=0)
 
 
-def _n_words(p: numpy.ndarray) -> int:
-    """Words covered by a parallelism's branches (overlaps counted once)."""
-    if len(p) == 0:
+def _mbawo_pair(h: _Prepared, r: _Prepared) -> int:
+    """MBAWO score of one pair (Appendix B): the inner branch matching's total
+    word overlap if it has >= 2 non-zero terms, else 0."""
+    ov = [[_overlap(a, b) for b in r.branches] for a in h.branches]
+    nz = [(i, j) for i, row in enumerate(ov) for j, v in enumerate(row) if v > 0]
+    if len(nz) < 2:
         return 0
-    p = p[numpy.argsort(p[:, 0])]
-    total, reach = 0, -1
-    for s, e in p:
-        s = max(s, reach)
-        if e > s:
-            total += e - s
-            reach = e
-    return int(total)
-
-
-def _mbawo_pair(h: numpy.ndarray, r: numpy.ndarray) -> int:
-    """MBAWO score of one pair (Appendix B): the inner matching's total if it
-    has >= 2 non-zero terms, else 0."""
-    ov = _overlap(h, r)
-    nz = ov > 0
-    n_nz = int(nz.sum())
-    if n_nz < 2:
-        return 0
-    if (nz.sum(axis=0) <= 1).all() and (nz.sum(axis=1) <= 1).all():
+    rows, cols = [i for i, _ in nz], [j for _, j in nz]
+    if len(set(rows)) == len(rows) and len(set(cols)) == len(cols):
         # Non-zero entries in distinct rows and columns: every maximum
         # matching takes all of them, so no solver is needed.
-        return int(ov.sum())
-    size = max(ov.shape)
+        return sum(ov[i][j] for i, j in nz)
+    size = max(len(h.branches), len(r.branches))
     square = numpy.zeros((size, size), dtype="int64")
-    square[: ov.shape[0], : ov.shape[1]] = ov
-    rows, cols = linear_sum_assignment(square, maximize=True)
-    terms = square[rows, cols]
+    square[: len(h.branches), : len(r.branches)] = ov
+    ri, ci = linear_sum_assignment(square, maximize=True)
+    terms = square[ri, ci]
     return int(terms.sum()) if int((terms > 0).sum()) > 1 else 0
 
 
-def _pair_score(metric: str, h: numpy.ndarray, r: numpy.ndarray) -> int:
-    if metric == "epm":
-        return int(len(h) == len(r) and set(map(tuple, h.tolist())) == set(map(tuple, r.tolist())))
-    if metric == "mpbm":
-        shared = len(set(map(tuple, h.tolist())) & set(map(tuple, r.tolist())))
-        return shared if shared > 1 else 0
-    if metric == "mbawo":
-        return _mbawo_pair(h, r)
-    if metric == "mwo":
-        return _n_words(h) + _n_words(r) - _n_words(numpy.concatenate([h, r]))
-    raise ValueError(f"Unknown metric {metric!r}; expected one of {', '.join(METRICS)}.")
+def _max_matching(entries: Dict[Tuple[int, int], int], n_rows: int, n_cols: int) -> int:
+    """Weight of a maximum-weight bipartite matching given its non-zero
+    entries (Kuhn-Munkres via scipy unless each row and column has one)."""
+    if not entries:
+        return 0
+    rows = [i for i, _ in entries]
+    cols = [j for _, j in entries]
+    if len(set(rows)) == len(rows) and len(set(cols)) == len(cols):
+        return sum(entries.values())
+    matrix = numpy.zeros((n_rows, n_cols), dtype="int64")
+    for (i, j), v in entries.items():
+        matrix[i, j] = v
+    ri, ci = linear_sum_assignment(matrix, maximize=True)
+    return int(matrix[ri, ci].sum())
 
 
-def _size(metric: str, p: numpy.ndarray) -> int:
-    if metric == "epm":
-        return 1
-    if metric == "mpbm":
-        return len(p)
-    return _n_words(p)
+def _sizes(p: _Prepared) -> Dict[str, int]:
+    return {"epm": 1, "mpbm": len(p.branches), "mbawo": p.n_words, "mwo": p.n_words}
 
 
-def _spans_touch(h: numpy.ndarray, r: numpy.ndarray) -> bool:
-    return bool(len(h) and len(r) and (_overlap(h, r) > 0).any())
+def all_document_counts(hypotheses: Groups, references: Groups) -> Dict[str, Tuple[int, int, int]]:
+    """``{metric: (matched score, hypothesis size, reference size)}`` of one
+    document for all four metrics in one pass.
+
+    hypotheses / references: parallelisms as sequences of ``(start, end)``
+    word offsets (end exclusive). Every metric scores 0 for two parallelisms
+    that share no word, so only overlapping pairs are scored.
+    """
+    hyp = [_Prepared(p) for p in hypotheses]
+    ref = [_Prepared(p) for p in references]
+    hyp_size = {m: sum(_sizes(p)[m] for p in hyp) for m in METRICS}
+    ref_size = {m: sum(_sizes(p)[m] for p in ref) for m in METRICS}
+    entries: Dict[str, Dict[Tuple[int, int], int]] = {m: {} for m in METRICS}
+    for i, h in enumerate(hyp):
+        for j, r in enumerate(ref):
+            if h.hi <= r.lo or r.hi <= h.lo:
+                continue
+            shared = sum(_overlap(a, b) for a in h.merged for b in r.merged)
+            if not shared:
+                continue
+            entries["mwo"][i, j] = shared
+            if h.branch_set == r.branch_set:
+                entries["epm"][i, j] = 1
+            common = len(h.branch_set & r.branch_set)
+            if common > 1:
+                entries["mpbm"][i, j] = common
+            mbawo = _mbawo_pair(h, r)
+            if mbawo:
+                entries["mbawo"][i, j] = mbawo
+    return {m: (_max_matching(entries[m], len(hyp), len(ref)), hyp_size[m], ref_size[m]) for m in METRICS}
 
 
 def document_counts(hypotheses: Groups, references: Groups, metric: str) -> Tuple[int, int, int]:
-    """``(matched score, hypothesis size, reference size)`` of one document.
-
-    hypotheses / references: parallelisms as sequences of ``(start, end)``
-    word offsets (end exclusive). Raises ValueError for an unknown metric.
-    """
+    """``(matched score, hypothesis size, reference size)`` of one document
+    for one metric (see :func:`all_document_counts`). Raises ValueError for
+    an unknown metric."""
     if metric not in METRICS:
         raise ValueError(f"Unknown metric {metric!r}; expected one of {', '.join(METRICS)}.")
-    hyp = [_as_array(p) for p in hypotheses]
-    ref = [_as_array(p) for p in references]
-    hyp_size = sum(_size(metric, p) for p in hyp)
-    ref_size = sum(_size(metric, p) for p in ref)
-    if not hyp or not ref:
-        return 0, hyp_size, ref_size
-    matrix = numpy.zeros((len(hyp), len(ref)), dtype="int64")
-    for i, h in enumerate(hyp):
-        for j, r in enumerate(ref):
-            # Every metric scores 0 for parallelisms without a shared word.
-            if _spans_touch(h, r):
-                matrix[i, j] = _pair_score(metric, h, r)
-    if not matrix.any():
-        return 0, hyp_size, ref_size
-    rows, cols = linear_sum_assignment(matrix, maximize=True)
-    return int(matrix[rows, cols].sum()), hyp_size, ref_size
+    return all_document_counts(hypotheses, references)[metric]
 
 
 def prf(score: int, hyp_size: int, ref_size: int) -> Tuple[float, float, float]:
@@ -151,16 +163,24 @@ def score_groups(pairs: Iterable[Tuple[Groups, Groups]], metrics: Sequence[str] 
 
     Returns ``{metric: {"p", "r", "f", "score", "hyp_size", "ref_size"}}``
     with counts summed over documents (micro-averaged, as pyrallelism sums
-    its confusion matrices).
+    its confusion matrices). Raises ValueError for an unknown metric.
     """
-    pairs = list(pairs)
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ValueError(f"Unknown metric(s) {unknown}; expected some of {', '.join(METRICS)}.")
+    totals = {m: [0, 0, 0] for m in metrics}
+    for hyp, ref in pairs:
+        if not hyp and not ref:
+            continue
+        counts = all_document_counts(hyp, ref)
+        for m in metrics:
+            for k in range(3):
+                totals[m][k] += counts[m][k]
     result = {}
-    for metric in metrics:
-        tot = numpy.zeros(3, dtype="int64")
-        for hyp, ref in pairs:
-            tot += document_counts(hyp, ref, metric)
-        p, r, f = prf(*map(int, tot))
-        result[metric] = {"p": p, "r": r, "f": f, "score": int(tot[0]), "hyp_size": int(tot[1]), "ref_size": int(tot[2])}
+    for m in metrics:
+        score, hyp_size, ref_size = totals[m]
+        p, r, f = prf(score, hyp_size, ref_size)
+        result[m] = {"p": p, "r": r, "f": f, "score": score, "hyp_size": hyp_size, "ref_size": ref_size}
     return result
 
 
