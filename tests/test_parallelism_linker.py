@@ -191,3 +191,25 @@ def test_trf_config_wiring_with_a_tiny_local_bert(train_docs, tmp_path):
     assert nlp.pipe_names == ["transformer", "parallelism_linker"]
     doc = nlp(Doc(nlp.vocab, words=[t.text for t in train_docs[0]]))
     assert all(len(g) >= 2 for g in spacy_rhetoric.parallelisms(doc))
+
+
+def test_evaluation_report(trained, tmp_path):
+    """evaluate_linker writes the four metrics and the Appendix G counts."""
+    import json
+
+    from spacy_rhetoric.evaluation.parallelism import CATEGORIES, evaluate_linker
+
+    nlp, examples, _ = trained
+    nlp.to_disk(tmp_path / "model")
+    data = tmp_path / "gold.spacy"
+    DocBin(docs=[eg.reference for eg in examples], store_user_data=True).to_disk(data)
+    result = evaluate_linker(tmp_path / "model", data, tmp_path / "metrics" / "parallelism.json")
+    saved = json.loads((tmp_path / "metrics" / "parallelism.json").read_text(encoding="utf8"))
+    assert saved["documents"] == len(examples) and saved["reference_parallelisms"] == result["reference_parallelisms"]
+    assert set(saved["metrics"]) == {"epm", "mpbm", "mbawo", "mwo"}
+    errors = saved["errors"]
+    # every reference parallelism is either matched (correct or one error category) or a false negative
+    matched = errors["correct"] + sum(errors[c] for c in CATEGORIES if not c.startswith("parallelism"))
+    assert matched + errors["parallelism_fn"] == saved["reference_parallelisms"]
+    assert matched + errors["parallelism_fp"] == saved["predicted_parallelisms"]
+    assert "| EPM |" in (tmp_path / "metrics" / "parallelism.md").read_text(encoding="utf8")

@@ -138,3 +138,24 @@ def test_spacy_scorer_and_alignment():
     chars = Doc(nlp.vocab, words=list("".join(words)))
     set_parallelisms(chars, [[(0, 5), (6, 11)]])
     assert score_parallelism([Example(chars, ref)])["parallelism_epm_f"] == 1.0
+
+
+def test_appendix_g_error_categories():
+    from spacy_rhetoric.evaluation.parallelism import CATEGORIES, error_categories
+
+    ref = [[(0, 3), (4, 7), (8, 11)], [(20, 22), (23, 25)], [(40, 42), (43, 45)]]
+    hyp = [
+        [(0, 3), (4, 7)],  # one reference branch missing -> branch FN
+        [(20, 22), (23, 26)],  # one word too many -> word FP
+        [(60, 62), (63, 65)],  # overlaps nothing -> parallelism FP
+    ]  # (40, 42), (43, 45) found by nothing -> parallelism FN
+    counts = error_categories(hyp, ref)
+    assert counts["branch_fn"] == 1 and counts["word_fp"] == 1
+    assert counts["parallelism_fp"] == 1 and counts["parallelism_fn"] == 1
+    assert sum(counts[c] for c in CATEGORIES) == 4 and counts["correct"] == 0
+    assert error_categories(ref, ref)["correct"] == 3
+    mixed = error_categories([[(0, 2), (4, 7), (30, 33)]], [[(0, 3), (4, 7), (8, 11)]])
+    assert mixed["branch_fm"] == 1  # an extra hypothesis branch and a missing reference branch
+    words = error_categories([[(1, 4), (4, 7)]], [[(0, 3), (4, 7)]])
+    assert words["word_fm"] == 1  # word 0 missing, word 3 extra
+    assert error_categories([[(0, 3), (4, 6)]], [[(0, 3), (4, 7)]])["word_fn"] == 1
