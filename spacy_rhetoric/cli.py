@@ -31,7 +31,10 @@ def _vocab():
 def _print_table(title: str, stats: dict) -> None:
     from wasabi import msg
 
-    rows = [(split, *values.values()) for split, values in stats.items()]
+    def fmt(value):
+        return f"{value:.4f}" if isinstance(value, float) else value
+
+    rows = [(split, *map(fmt, values.values())) for split, values in stats.items()]
     header = ("split", *next(iter(stats.values())).keys())
     msg.table(rows, header=header, title=title, divider=True)
 
@@ -330,6 +333,43 @@ def build_tiny_llm_cmd(
     typer.echo(f"tiny random model saved to {path}")
 
 
+@benchmark_app.command("clauses")
+def benchmark_clauses_cmd(
+    data: Path = typer.Argument(..., exists=True, help="DocBin with gold sentences (e.g. corpus/pse-i/test.spacy)"),
+    repeat: int = typer.Option(5, help="Timed passes over the data"),
+    sentence_punct: Optional[str] = typer.Option(None, help="Override the sentence punctuation set"),
+    output: Optional[Path] = typer.Option(None, "--output", help="Write the results as JSON here"),
+) -> None:
+    """Clause segmenter speed (characters/second, one process) and its sentence
+    boundary P/R/F against the gold sentences of a DocBin."""
+    import time
+
+    import spacy
+    import srsly
+    from spacy.training import Example
+
+    from .corpora.docbin import read_docbin
+
+    nlp = spacy.blank("zh")
+    config = {"sentence_punct": sentence_punct} if sentence_punct else {}
+    segmenter = nlp.add_pipe("clause_segmenter", config=config)
+    gold = list(read_docbin(data, nlp.vocab))
+    texts = [d.text for d in gold]
+    docs = [nlp.make_doc(t) for t in texts]  # character tokens, as without a word segmenter
+    start = time.perf_counter()
+    for _ in range(repeat):
+        for doc in docs:
+            segmenter(doc)
+    seconds = time.perf_counter() - start
+    n_chars = sum(len(t) for t in texts) * repeat
+    scores = segmenter.score([Example(p, g) for p, g in zip(docs, gold)])
+    result = {"docs": len(docs), "chars_per_second": n_chars / seconds, "seconds": seconds, "repeat": repeat,
+              **{k: v for k, v in scores.items() if v is not None}}
+    _print_table(f"clause_segmenter on {data}", {"result": result})
+    if output:
+        srsly.write_json(output, result)
+
+
 @app.command("assemble")
 def assemble_cmd(
     output_dir: Path = typer.Argument(..., help="Folder for the assembled pipeline (spacy.load-able, committable)"),
@@ -492,6 +532,21 @@ def evaluate_rhetoric_cmd(
 
     scores = evaluate_rhetoric(model, data, gold_sents=gold_sents, output=output)
     msg.table(summary_rows(scores), header=("score", "P", "R", "F1"), title=f"{model} on {data}", divider=True)
+
+
+@app.command("tune-thresholds")
+def tune_thresholds_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Trained pipeline folder"),
+    dev: Path = typer.Argument(..., exists=True, dir_okay=False, help="Dev DocBin (never the test split)"),
+    output: Path = typer.Argument(..., help="Folder for the pipeline with the chosen thresholds"),
+) -> None:
+    """Pick rhetoric_textcat / rhetoric_components thresholds on dev and save the pipeline."""
+    from wasabi import msg
+
+    from .scorers.evaluate import tune_thresholds
+
+    for name, r in tune_thresholds(model, dev, output).items():
+        msg.info(f"{name}: threshold {r['threshold']:.2f} -> dev F1 {r['score']:.4f}")
 
 
 @benchmark_app.command("rhetoric")

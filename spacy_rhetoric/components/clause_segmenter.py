@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
+import numpy
+from spacy.attrs import SENT_START
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.training import Example
@@ -66,6 +68,7 @@ class ClauseSegmenter:
         self.clause_punct = set(clause_punct) | set(sentence_punct)
         self.sentence_punct = set(sentence_punct)
         self.closing_punct = set(closing_punct)
+        self._all_punct = self.clause_punct | self.closing_punct
         self.split_on_newline = split_on_newline
         self.spans_key = spans_key
         self.label = label
@@ -77,8 +80,7 @@ class ClauseSegmenter:
 
     # -- token classes -------------------------------------------------------
     def _is_punct(self, text: str) -> bool:
-        chars = self.clause_punct | self.closing_punct
-        return bool(text) and all(c in chars for c in text)
+        return bool(text) and all(c in self._all_punct for c in text)
 
     def _ends_clause(self, doc: Doc, i: int) -> bool:
         text = doc[i].text
@@ -159,11 +161,14 @@ class ClauseSegmenter:
             j = i
             while j < len(doc) and doc[j].is_space:
                 j += 1
-            if j != i and j < len(doc):
+            if j != i:
                 starts.discard(i)
-                starts.add(j)
-        for token in doc:
-            token.is_sent_start = token.i in starts
+                if j < len(doc):
+                    starts.add(j)
+        # one array write: Token.is_sent_start's setter costs O(len(doc)) a call
+        values = numpy.full((len(doc), 1), -1, dtype="int64")
+        values[sorted(starts), 0] = 1
+        doc.from_array([SENT_START], values.astype("uint64"))
 
 
 @Language.factory(
