@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Callable, Iterator, List, Union
+from typing import Callable, Dict, Iterator, List, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -53,7 +53,7 @@ def _docbin_files(path: Union[str, Path]) -> List[Path]:
 
 @registry.readers("spacy_rhetoric.Corpora.v1")
 def create_corpora_reader(
-    paths: List[str],
+    paths: Union[Dict[str, str], List[str]],
     gold_sents: bool = False,
     shuffle: bool = False,
     limit: int = 0,
@@ -61,6 +61,8 @@ def create_corpora_reader(
     """Reader yielding gold-word Examples of every DocBin in ``paths``
     (files, or folders read recursively), corpus after corpus.
 
+    paths: ``{corpus name: path}`` (in a config, a ``[corpora.train.paths]``
+        block with one ``name = ${paths.x}`` line per corpus) or a list.
     gold_sents: copy the reference sentence starts onto the predicted doc
         (use for dev sets of multi-sentence docs without a sentence splitter).
     shuffle: shuffle the docs of each pass (spaCy's batcher does not).
@@ -69,7 +71,7 @@ def create_corpora_reader(
     """
     if not paths:
         raise ValueError("spacy_rhetoric.Corpora.v1 needs at least one path")
-    files = [_docbin_files(p) for p in paths]
+    files = [_docbin_files(p) for p in (paths.values() if isinstance(paths, dict) else paths)]
 
     def read(nlp: Language) -> Iterator[Example]:
         examples: List[Example] = []

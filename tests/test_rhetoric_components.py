@@ -164,3 +164,24 @@ def test_transformer_config_with_tiny_bert(tmp_path, refs):
     doc = nlp(Doc(nlp.vocab, words=[t.text for t in refs[0]]))
     assert list(doc.sents)[0]._.rhetoric["coarse"]
     assert "rhetoric_components" in doc.spans
+
+
+def test_multi_corpus_config(tmp_path, simile_dir, pse_dir):
+    """configs/rhetoric_multi_cpu.cfg reads the simile corpus and PSE-I
+    together; each corpus trains only the labels it annotates."""
+    from spacy.tokens import DocBin
+
+    from rhetoric_helpers import pse_docs
+
+    for name, docs in (("simile", simile_docs(simile_dir, "Train", 30)), ("pse", pse_docs(pse_dir, 6))):
+        DocBin(store_user_data=True, docs=docs).to_disk(tmp_path / f"{name}.spacy")
+    paths = {"paths.train": str(tmp_path / "simile.spacy"), "paths.train_pse": str(tmp_path / "pse.spacy"),
+             "paths.dev": str(tmp_path / "simile.spacy"), "paths.dev_pse": str(tmp_path / "pse.spacy")}
+    nlp = tiny_pipeline("rhetoric_multi_cpu.cfg", **paths)
+    reader = spacy.util.resolve_dot_names(nlp.config.interpolate(), ["corpora.train"])[0]
+    examples = list(reader(nlp))
+    corpora = [eg.reference.user_data["corpus"] for eg in examples]
+    assert corpora.count("simile") == 30 and corpora.count("pse-i") == 6
+    train(nlp, examples, steps=2)
+    assert nlp.get_pipe("rhetoric_textcat").cfg["trained_labels"] == ["coarse/metaphor", "coarse/parallelism", "form/simile"]
+    assert nlp.get_pipe("rhetoric_components").labels == ("comparator", "tenor", "vehicle")

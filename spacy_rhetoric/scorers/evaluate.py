@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import spacy
 from spacy.language import Language
@@ -69,6 +69,73 @@ def evaluate_rhetoric(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(scores, indent=2, ensure_ascii=False), encoding="utf8")
     return scores
+
+
+THRESHOLD_GRID = tuple(round(0.1 + 0.05 * i, 2) for i in range(15))  # 0.10 ... 0.80
+
+
+def tune_thresholds(
+    model: Union[str, Path], dev: Path, output: Path, *, grid: Sequence[float] = THRESHOLD_GRID
+) -> Dict[str, Any]:
+    """Choose the decision thresholds of ``rhetoric_textcat`` (maximising
+    coarse micro F1) and ``rhetoric_components`` (maximising strict micro F1)
+    on ``dev``, and save the pipeline with them to ``output``.
+
+    Each component predicts once; only the decoding is repeated per grid
+    value. Returns ``{component: {"threshold", "score", "grid": {t: score}}}``.
+    Raises ValueError if the pipeline has neither component.
+    """
+    nlp = load_pipeline(model)
+    refs = read_references(Path(dev), nlp)
+    docs = [gold_word_example(nlp, ref, True).predicted for ref in refs]
+    targets = {"rhetoric_textcat": ("rhetoric_coarse_micro_f", score_rhetoric_classification),
+               "rhetoric_components": ("rhetoric_components_f", score_rhetoric_components)}
+    if not any(name in nlp.pipe_names for name in targets):
+        raise ValueError(f"{model} has neither rhetoric_textcat nor rhetoric_components")
+    result: Dict[str, Any] = {}
+    for name, proc in nlp.pipeline:
+        if name not in targets:
+            docs = list(proc.pipe(docs))
+            continue
+        key, scorer = targets[name]
+        predictions = proc.predict(docs)
+        curve = {}
+        for t in grid:
+            proc.cfg["threshold"] = float(t)
+            proc.set_annotations(docs, predictions)
+            curve[float(t)] = scorer([Example(d, r) for d, r in zip(docs, refs)])[key]
+        best = max(curve, key=lambda t: (curve[t] or 0.0, -abs(t - 0.5)))
+        proc.cfg["threshold"] = best
+        proc.set_annotations(docs, predictions)
+        result[name] = {"threshold": best, "score": curve[best], "grid": curve}
+    nlp.to_disk(output)
+    return result
+
+
+def summary_rows(scores: Dict[str, Any]) -> List[tuple]:
+    """``(name, P, R, F1)`` rows of the headline scores present in ``scores``."""
+    rows = []
+
+    def add(name: str, p, r, f) -> None:
+        if f is not None:
+            rows.append((name, f"{p:.4f}", f"{r:.4f}", f"{f:.4f}"))
+
+    for level in ("coarse", "form", "content"):
+        pre = f"rhetoric_{level}"
+        add(f"{level} micro", scores.get(f"{pre}_micro_p"), scores.get(f"{pre}_micro_r"), scores.get(f"{pre}_micro_f"))
+        add(f"{level} macro", scores.get(f"{pre}_macro_p"), scores.get(f"{pre}_macro_r"), scores.get(f"{pre}_macro_f"))
+        for label, v in (scores.get(f"{pre}_per_type") or {}).items():
+            add(f"{level}/{label}", v["p"], v["r"], v["f"])
+        if scores.get(f"{pre}_em") is not None:
+            rows.append((f"{level} exact match", "", "", f"{scores[f'{pre}_em']:.4f}"))
+    for pre, name in (("rhetoric_components", "components"), ("rhetoric_tenor_vehicle", "tenor+vehicle")):
+        add(f"{name} micro", scores.get(f"{pre}_p"), scores.get(f"{pre}_r"), scores.get(f"{pre}_f"))
+    for label, v in (scores.get("rhetoric_components_per_type") or {}).items():
+        add(f"component/{label}", v["p"], v["r"], v["f"])
+    for key in ("rhetoric_form_mapping", "rhetoric_content_mapping", "rhetoric_components_form_mapping"):
+        if scores.get(key) is not None:
+            rows.append((key, "", "", f"{scores[key]:.4f}"))
+    return rows
 
 
 def benchmark_pipeline(
