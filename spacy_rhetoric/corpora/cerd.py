@@ -23,7 +23,6 @@ conditions in ``doc.user_data["generation"]``.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable, Dict, List
 
@@ -33,6 +32,7 @@ from spacy.tokens import Doc, Span
 from .. import taxonomy as tx
 from ..errors import CorpusFormatError
 from .docbin import ANNOTATED_KEY, mark_single_sentence, write_docbin
+from .jsonio import load_json_list
 
 TASKS = ("rc", "fc", "cc", "ce", "rg")
 _BIO_TYPES = {bio: label for label, (_, _, bio) in tx.COMPONENTS.items()}
@@ -151,12 +151,7 @@ def read_cerd(path: Path, task: str, nlp: Language) -> List[Doc]:
     if task not in _CONVERTERS:
         raise ValueError(f"unknown CERD task {task!r}; expected one of {TASKS}")
     path = Path(path)
-    try:
-        records = json.loads(path.read_text(encoding="utf8"))
-    except json.JSONDecodeError as err:
-        raise CorpusFormatError(path, f"invalid JSON: {err.msg}", line=err.lineno) from None
-    if not isinstance(records, list):
-        raise CorpusFormatError(path, "expected a JSON list of records")
+    records = load_json_list(path)
     docs = []
     for i, rec in enumerate(records):
         try:

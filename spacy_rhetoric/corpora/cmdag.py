@@ -22,7 +22,6 @@ annotated labels: coarse ``metaphor``, components ``tenor``, ``vehicle``.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -32,6 +31,7 @@ from spacy.tokens import Doc, Span
 
 from ..errors import CorpusFormatError
 from .docbin import ANNOTATED_KEY, write_docbin
+from .jsonio import load_json_list
 
 FIELDS = ("metaphor_id", "context", "tenor", "vehicle", "ground", "sub_id")
 SPLITS = ("val", "test")
@@ -48,12 +48,7 @@ def read_cmdag(path: Path) -> List[dict]:
     simply not located.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf8"))
-    except json.JSONDecodeError as err:
-        raise CorpusFormatError(path, f"invalid JSON: {err.msg}", line=err.lineno) from None
-    if not isinstance(data, list):
-        raise CorpusFormatError(path, "expected a JSON list of records")
+    data = load_json_list(path)
     for i, rec in enumerate(data):
         if not isinstance(rec, dict):
             raise CorpusFormatError(path, "record is not an object", record=i)

@@ -22,6 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..corpora.jsonio import iter_jsonl_objects
 from ..errors import CorpusFormatError
 from ..taxonomy import COARSE_LABELS
 
@@ -30,38 +31,29 @@ def read_generation_jsonl(path: Path) -> List[Dict[str, Any]]:
     """Validated records of a generation JSONL file (see module docstring)."""
     path = Path(path)
     records = []
-    with path.open(encoding="utf8") as fh:
-        for line_no, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError as err:
-                raise CorpusFormatError(path, f"invalid JSON: {err.msg}", line=line_no) from None
-            if not isinstance(rec, dict):
-                raise CorpusFormatError(path, "expected a JSON object", line=line_no)
-            cands = rec.get("candidates")
-            if not isinstance(cands, list) or not all(isinstance(c, str) for c in cands):
-                raise CorpusFormatError(path, "'candidates' must be a list of strings", line=line_no)
-            context = rec.get("context", [])
-            if not isinstance(context, list) or not all(isinstance(c, str) for c in context):
-                raise CorpusFormatError(path, "'context' must be a list of strings", line=line_no)
-            cond = rec.get("condition", {})
-            if not isinstance(cond, dict) or cond.get("rhetoric", "metaphor") not in COARSE_LABELS:
-                raise CorpusFormatError(path, f"'condition.rhetoric' must be one of {list(COARSE_LABELS)}", line=line_no)
-            if not isinstance(rec.get("reference", ""), str):
-                raise CorpusFormatError(path, "'reference' must be a string", line=line_no)
-            records.append(
-                {
-                    "line": line_no,
-                    "context": context,
-                    "rhetoric": cond.get("rhetoric", "metaphor"),
-                    "object": str(cond.get("object", "")),
-                    "reference": rec.get("reference", ""),
-                    "literal": rec.get("literal") or (context[-1] if context else None),
-                    "candidates": cands,
-                }
-            )
+    for line_no, rec in iter_jsonl_objects(path):
+        cands = rec.get("candidates")
+        if not isinstance(cands, list) or not all(isinstance(c, str) for c in cands):
+            raise CorpusFormatError(path, "'candidates' must be a list of strings", line=line_no)
+        context = rec.get("context", [])
+        if not isinstance(context, list) or not all(isinstance(c, str) for c in context):
+            raise CorpusFormatError(path, "'context' must be a list of strings", line=line_no)
+        cond = rec.get("condition", {})
+        if not isinstance(cond, dict) or cond.get("rhetoric", "metaphor") not in COARSE_LABELS:
+            raise CorpusFormatError(path, f"'condition.rhetoric' must be one of {list(COARSE_LABELS)}", line=line_no)
+        if not isinstance(rec.get("reference", ""), str):
+            raise CorpusFormatError(path, "'reference' must be a string", line=line_no)
+        records.append(
+            {
+                "line": line_no,
+                "context": context,
+                "rhetoric": cond.get("rhetoric", "metaphor"),
+                "object": str(cond.get("object", "")),
+                "reference": rec.get("reference", ""),
+                "literal": rec.get("literal") or (context[-1] if context else None),
+                "candidates": cands,
+            }
+        )
     return records
 
 

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
+from ..corpora.jsonio import iter_jsonl_objects, load_json_list
 from ..errors import CorpusFormatError
 from ..taxonomy import COARSE_ZH, OBJECT_COMPONENT
 from .prompts import RG_DEVICES
@@ -103,12 +104,7 @@ def read_cerd_rg(path: Union[str, Path]) -> List[RGRecord]:
     Entries for parallelism or literal are skipped (CERD's RG excludes them).
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf8"))
-    except json.JSONDecodeError as err:
-        raise CorpusFormatError(path, f"invalid JSON: {err.msg}", line=err.lineno) from None
-    if not isinstance(data, list):
-        raise CorpusFormatError(path, "expected a JSON list of RG records")
+    data = load_json_list(path, "RG records")
     out = []
     for i, rec in enumerate(data):
         if not isinstance(rec, dict) or not isinstance(rec.get("sentence"), str):
@@ -289,29 +285,20 @@ def read_jsonl(path: Union[str, Path]) -> Iterator[RGRecord]:
     :class:`CorpusFormatError` naming the file and line for invalid JSON, a
     missing field or a non-RG device."""
     path = Path(path)
-    with path.open(encoding="utf8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise CorpusFormatError(path, f"invalid JSON: {err.msg}", line=line_no) from None
-            if not isinstance(obj, dict):
-                raise CorpusFormatError(path, "expected a JSON object", line=line_no)
-            missing = [f for f in ("rhetoric", "object", "target") if not isinstance(obj.get(f), str)]
-            if missing:
-                raise CorpusFormatError(path, f"missing string field(s) {missing}", line=line_no)
-            if obj["rhetoric"] not in RG_DEVICES:
-                raise CorpusFormatError(path, f"rhetoric must be one of {RG_DEVICES}", line=line_no)
-            yield RGRecord(
-                obj["rhetoric"],
-                obj["object"],
-                obj["target"],
-                list(obj.get("previous_sentences") or []),
-                source=str(obj.get("source", "")),
-                meta=dict(obj.get("meta") or {}),
-            )
+    for line_no, obj in iter_jsonl_objects(path):
+        missing = [f for f in ("rhetoric", "object", "target") if not isinstance(obj.get(f), str)]
+        if missing:
+            raise CorpusFormatError(path, f"missing string field(s) {missing}", line=line_no)
+        if obj["rhetoric"] not in RG_DEVICES:
+            raise CorpusFormatError(path, f"rhetoric must be one of {RG_DEVICES}", line=line_no)
+        yield RGRecord(
+            obj["rhetoric"],
+            obj["object"],
+            obj["target"],
+            list(obj.get("previous_sentences") or []),
+            source=str(obj.get("source", "")),
+            meta=dict(obj.get("meta") or {}),
+        )
 
 
 def load_records(paths: Iterable[Union[str, Path]], k: int = 3) -> List[RGRecord]:
