@@ -33,6 +33,7 @@ lists (documented empty result, DESIGN §5).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections import Counter
@@ -230,8 +231,30 @@ def analyze_docs(
                 )
             yield item.text, item
 
-    for doc, item in nlp.pipe(checked(), as_tuples=True, n_process=n_process, batch_size=batch_size):
-        yield item, doc
+    with torch_threads_for(n_process):
+        for doc, item in nlp.pipe(checked(), as_tuples=True, n_process=n_process, batch_size=batch_size):
+            yield item, doc
+
+
+@contextlib.contextmanager
+def torch_threads_for(n_process: int) -> Iterator[None]:
+    """One torch thread while ``n_process != 1`` (restored afterwards).
+
+    Why: spaCy forks its workers; a child that inherits a multi-threaded
+    OpenMP pool from a parent that already ran torch hangs on its first
+    parallel region (the BiLSTM of ``parallelism_linker``). One thread per
+    process is also what N processes on N cores want.
+    """
+    torch = sys.modules.get("torch")
+    if n_process == 1 or torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 # --- HTML -------------------------------------------------------------------

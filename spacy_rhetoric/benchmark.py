@@ -50,11 +50,17 @@ def peak_rss_mib() -> Dict[str, float]:
 
 def time_pipe(nlp: Language, texts: Sequence[str], n_process: int, batch_size: int, repeat: int) -> Dict[str, float]:
     """Timed passes of ``nlp.pipe`` over ``texts``; returns seconds (best
-    and mean of ``repeat``), words/second and docs/second (from the best)."""
+    and mean of ``repeat``), words/second and docs/second (from the best).
+    With ``n_process > 1`` each process runs torch on one thread
+    (:func:`spacy_rhetoric.analyze.torch_threads_for`)."""
+    from .analyze import torch_threads_for
+
     words, runs = 0, []
     for _ in range(repeat):
         start = time.perf_counter()
-        words = sum(sum(1 for t in doc if not t.is_space) for doc in nlp.pipe(texts, n_process=n_process, batch_size=batch_size))
+        with torch_threads_for(n_process):
+            docs = nlp.pipe(texts, n_process=n_process, batch_size=batch_size)
+            words = sum(sum(1 for t in doc if not t.is_space) for doc in docs)
         runs.append(time.perf_counter() - start)
     best = min(runs)
     return {

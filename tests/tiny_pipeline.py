@@ -28,7 +28,7 @@ SMALL = {
 }
 
 
-def real_docs(shared_data: Path, n_simile: int = 40, n_essays: int = 3) -> Tuple[List[Doc], List[Doc]]:
+def real_docs(shared_data: Path, n_simile: int = 120, n_essays: int = 3) -> Tuple[List[Doc], List[Doc]]:
     """The first ``n_simile`` training sentences of the simile corpus and the
     paragraphs of the first ``n_essays`` PSE-I training essays."""
     from itertools import islice
@@ -58,6 +58,15 @@ def _train(config_path: Path, overrides: dict, docs: List[Doc], steps: int, out:
     nlp.to_disk(out)
 
 
+def _train_pkuseg(docs: List[Doc], out: Path) -> Path:
+    """A spacy-pkuseg model trained for one iteration on the docs' gold words."""
+    from spacy_rhetoric.tokenizer import sentence_words, train_pkuseg, write_segmentation_file
+
+    write_segmentation_file(sentence_words(docs), out / "train.txt")
+    write_segmentation_file(sentence_words(docs[-5:]), out / "dev.txt")
+    return train_pkuseg(out / "train.txt", out / "dev.txt", out / "model", iterations=1)
+
+
 @lru_cache(maxsize=1)
 def build(shared_data: Path) -> Path:
     """Folder of the assembled test pipeline (built once per process)."""
@@ -68,10 +77,11 @@ def build(shared_data: Path) -> Path:
     _train(ROOT / "configs" / "rhetoric_cpu.cfg", SMALL, simile + paras[:6], 6, root / "src_rhetoric")
     par_small = {**SMALL, "components.parallelism_linker.model.hidden_width": 32}
     _train(ROOT / "configs" / "parallelism_cpu.cfg", par_small, paras, 4, root / "src_parallelism")
+    pkuseg = _train_pkuseg(simile + paras, root / "pkuseg")
     sources = {
         "rhetoric_textcat": root / "src_rhetoric",
         "rhetoric_components": root / "src_rhetoric",
         "parallelism_linker": root / "src_parallelism",
     }
-    assemble_to_disk(root / "zh_rhetoric", sources)
+    assemble_to_disk(root / "zh_rhetoric", sources, pkuseg_model=pkuseg, corpora=["pse-i", "simile"])
     return root / "zh_rhetoric"
