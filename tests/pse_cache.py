@@ -27,3 +27,12 @@ def split_docs(pse_dir: Path, split: str) -> Tuple[Doc, ...]:
 def all_docs(pse_dir: Path) -> List[Doc]:
     """Every paragraph of every PSE-I essay (all four splits)."""
     return [d for split in ("train", "dev", "optimization", "test") for d in split_docs(pse_dir, split)]
+
+
+@lru_cache(maxsize=8)
+def first_essays(pse_dir: Path, split: str, n_essays: int) -> Tuple[Doc, ...]:
+    """Paragraph docs of the first ``n_essays`` essays of a split (cheap to read)."""
+    from spacy_rhetoric.corpora.pse_i import iter_split, read_splits
+
+    files = read_splits(pse_dir)[split][:n_essays]
+    return tuple(doc for _, docs in iter_split(pse_dir, files, vocab()) for doc in docs)

@@ -12,7 +12,7 @@ import spacy_rhetoric
 from spacy_rhetoric.spangroups import parallelism_offsets
 from spacy_rhetoric.scorers.parallelism import score_groups
 
-from pse_cache import split_docs
+from pse_cache import first_essays, split_docs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +33,17 @@ TINY_MODEL = {
 }
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """The BiLSTM on one thread: on a shared 2-core machine more threads are ~30x slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _examples(nlp, docs):
     return [Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in docs]
 
@@ -40,7 +51,7 @@ def _examples(nlp, docs):
 @pytest.fixture(scope="module")
 def train_docs(pse_dir):
     """Short PSE-I training paragraphs with at least one parallelism."""
-    docs = [d for d in split_docs(pse_dir, "train") if parallelism_offsets(d) and len(d) < 60]
+    docs = [d for d in first_essays(pse_dir, "train", 40) if parallelism_offsets(d) and len(d) < 60]
     return docs[:6]
 
 

@@ -112,17 +112,20 @@ def _gold_docs(nlp, data_path: Path) -> Tuple[list, list]:
     return refs, inputs
 
 
-def evaluate_linker(model_path: Path, data_path: Path, output: Path, batch_size: int = 64) -> Dict:
+def evaluate_linker(model_path: Path, data_path: Path, output: Path, batch_size: int = 64, threads: int = 1) -> Dict:
     """Score a trained pipeline with a ``parallelism_linker`` on gold words.
 
     Writes ``output`` (JSON: the four metrics' P/R/F and counts, the Appendix G
     error counts, corpus counts, words/second) and ``output`` with suffix
     ``.md`` (a Markdown report beside the published numbers). Returns the
-    JSON dict. Raises OSError/ValueError from spaCy for a missing model or
-    corpus.
+    JSON dict. ``threads``: torch threads for prediction (the BiLSTM is
+    much slower with threads competing for shared cores). Raises
+    OSError/ValueError from spaCy for a missing model or corpus.
     """
     import spacy
+    import torch
 
+    torch.set_num_threads(threads)
     nlp = spacy.load(model_path)
     refs, inputs = _gold_docs(nlp, data_path)
     start = time.perf_counter()
