@@ -25,7 +25,7 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import ArgsKwargs, Config, Linear, Model, PyTorchWrapper_v2, chain, set_dropout_rate, torch2xp, with_array, xp2torch
+from thinc.api import ArgsKwargs, Config, Dropout, Linear, Model, PyTorchWrapper_v2, chain, set_dropout_rate, torch2xp, with_array, xp2torch
 from thinc.types import Floats2d
 
 from ..crf import CRF, Mask, crf_decode, crf_loss
@@ -141,7 +141,7 @@ def build_parallelism_tagger(
     tok2vec: word vectors, List[Floats2d] each (n_words, width).
     hidden_width: BiLSTM output width (two directions of hidden_width / 2).
     lstm_depth: BiLSTM layers; 0 leaves the tok2vec output as the encoding.
-    dropout: dropout between BiLSTM layers (ignored with one layer).
+    dropout: dropout between BiLSTM layers and on the encoder output.
     nO: number of tags (set by the component's ``initialize``).
     Returns a model mapping docs to CRF emissions, List[Floats2d] each
     (n_words, nO), with refs ``tok2vec``, ``output_layer`` and ``crf``.
@@ -155,6 +155,10 @@ def build_parallelism_tagger(
             layers.append(with_array(Linear(hidden_width)))
             width = hidden_width
         layers.append(PackedBiLSTM(hidden_width, width, depth=lstm_depth, dropout=dropout))
+    if dropout > 0:
+        # dropout on the encoder output (Lample et al. 2016); no layer at 0
+        # so that models trained without it keep their layer structure
+        layers.append(Dropout(dropout))
     output_layer = Linear(nO)
     crf = CRF(nO)
     model = chain(*layers, with_array(output_layer), crf)
