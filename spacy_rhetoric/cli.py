@@ -173,6 +173,7 @@ def train_segmenter_cmd(
     dev: Path = typer.Option(..., "--dev", help="DocBin pkuseg reports its own score on while training"),
     output_dir: Path = typer.Option(..., "--output", help="Folder for the pkuseg model"),
     iterations: int = typer.Option(10, help="pkuseg training iterations"),
+    feature_trim: int = typer.Option(0, help="Drop features seen at most this many times (smaller model)"),
 ) -> None:
     """Train a spacy-pkuseg word segmenter on the gold words of DocBins."""
     import tempfile
@@ -186,7 +187,7 @@ def train_segmenter_cmd(
         n = write_segmentation_file((w for p in train for w in sentence_words(read_docbin(p, vocab))), train_txt)
         write_segmentation_file(sentence_words(read_docbin(dev, vocab)), dev_txt)
         typer.echo(f"Training pkuseg on {n} sentences for {iterations} iterations")
-        train_pkuseg(train_txt, dev_txt, output_dir, iterations)
+        train_pkuseg(train_txt, dev_txt, output_dir, iterations, feature_trim)
     typer.echo(f"Saved pkuseg model to {output_dir}")
 
 

@@ -61,13 +61,21 @@ def write_segmentation_file(sentences: Iterable[Sequence[str]], path: Path) -> i
     return n
 
 
-def train_pkuseg(train_file: Path, test_file: Path, output_dir: Path, iterations: int = 10) -> Path:
+def train_pkuseg(
+    train_file: Path, test_file: Path, output_dir: Path, iterations: int = 10, feature_trim: int = 0
+) -> Path:
     """Train a spacy-pkuseg model; returns ``output_dir``.
 
+    feature_trim: keep only features seen more than this many times in the
+        training data (pkuseg's ``featureTrim``); 1 drops singleton features,
+        which shrinks the model to a fraction of its size.
     pkuseg writes scratch files to ``./temp`` of the working directory, so
     training runs inside a temporary directory.
     """
     import spacy_pkuseg
+    from spacy_pkuseg.config import config as pkuseg_config
+
+    pkuseg_config.featureTrim = feature_trim
 
     train_file, test_file, output_dir = (Path(p).resolve() for p in (train_file, test_file, output_dir))
     with tempfile.TemporaryDirectory() as tmp, _chdir(tmp):
