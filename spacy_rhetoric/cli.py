@@ -396,8 +396,8 @@ def assemble_cmd(
                            generator_config=generator_config, version=version)
     size = sum(p.stat().st_size for p in output_dir.rglob("*") if p.is_file()) / 2**20
     msg.good(f"{nlp.lang}_{nlp.meta['name']} {nlp.meta['version']} -> {output_dir} ({size:.1f} MiB): {nlp.pipe_names}")
-    for key, value in sorted(nlp.meta.get("performance", {}).items()):
-        msg.text(f"  {key}: {value:.4f}")
+    for stem, scores in nlp.meta["rhetoric"]["evaluation"].items():
+        msg.text(f"  meta performance: {len(scores)} figures from {stem}.json")
 
 
 @app.command("analyze")
