@@ -563,9 +563,9 @@ def benchmark_rhetoric_cmd(
     from .scorers.evaluate import benchmark_pipeline
 
     result = benchmark_pipeline(model, data, limit=limit, output=output)
-    rows = [(name, f"{v['seconds']:.2f}", f"{v['wps']:.0f}") for name, v in result["components"].items()]
-    rows.append(("pipeline", f"{result['pipeline']['seconds']:.2f}", f"{result['pipeline']['wps']:.0f}"))
-    msg.table(rows, header=("component", "seconds", "words/s"), divider=True,
+    stats = {**result["components"], "pipeline": result["pipeline"]}
+    rows = [(name, f"{v['seconds']:.2f}", f"{v['wps']:.0f}", f"{v['cpu_seconds']:.2f}", f"{v['cpu_wps']:.0f}") for name, v in stats.items()]
+    msg.table(rows, header=("component", "wall s", "words/s", "CPU s", "words/CPU s"), divider=True,
               title=f"{result['n_words']} words, {result['n_docs']} docs, 1 thread")
 
 
