@@ -231,22 +231,24 @@ def analyze_docs(
                 )
             yield item.text, item
 
-    with torch_threads_for(n_process):
+    with single_torch_thread():
         for doc, item in nlp.pipe(checked(), as_tuples=True, n_process=n_process, batch_size=batch_size):
             yield item, doc
 
 
 @contextlib.contextmanager
-def torch_threads_for(n_process: int) -> Iterator[None]:
-    """One torch thread while ``n_process != 1`` (restored afterwards).
+def single_torch_thread() -> Iterator[None]:
+    """Run torch on one thread inside the block (restored afterwards).
 
-    Why: spaCy forks its workers; a child that inherits a multi-threaded
-    OpenMP pool from a parent that already ran torch hangs on its first
-    parallel region (the BiLSTM of ``parallelism_linker``). One thread per
-    process is also what N processes on N cores want.
+    Why: spaCy forks its ``n_process`` workers, and a child that inherits a
+    multi-threaded OpenMP pool from a parent that already ran torch hangs on
+    its first parallel region (the BiLSTM of ``parallelism_linker``). With
+    one process, the small BiLSTM gains nothing from threads and loses much
+    on a busy machine (measured: 42 PSE-I essays took 73.9 s with torch's
+    default threads vs 8.5 s with one, 2 shared cores).
     """
     torch = sys.modules.get("torch")
-    if n_process == 1 or torch is None:
+    if torch is None:
         yield
         return
     before = torch.get_num_threads()

@@ -4,7 +4,8 @@ One document per essay (its paragraphs joined by ``\\n``, as ``analyze``
 reads an XML essay). For each ``n_process`` setting the documents go through
 ``nlp.pipe`` once untimed (warm-up, 1 process) and then ``repeat`` timed
 passes; the timed wall clock includes starting the worker processes, as a
-user running ``analyze --n-process N`` sees it.
+user running ``analyze --n-process N`` sees it. torch runs one thread per
+process in every setting.
 
 Units: words/second counts the non-space tokens the pipeline's own tokenizer
 produces (pkuseg words, or characters without a pkuseg model); the gold LTP
@@ -51,14 +52,15 @@ def peak_rss_mib() -> Dict[str, float]:
 def time_pipe(nlp: Language, texts: Sequence[str], n_process: int, batch_size: int, repeat: int) -> Dict[str, float]:
     """Timed passes of ``nlp.pipe`` over ``texts``; returns seconds (best
     and mean of ``repeat``), words/second and docs/second (from the best).
-    With ``n_process > 1`` each process runs torch on one thread
-    (:func:`spacy_rhetoric.analyze.torch_threads_for`)."""
-    from .analyze import torch_threads_for
+    Every process runs torch on one thread
+    (:func:`spacy_rhetoric.analyze.single_torch_thread`), so 1 and N
+    processes compare like for like."""
+    from .analyze import single_torch_thread
 
     words, runs = 0, []
     for _ in range(repeat):
         start = time.perf_counter()
-        with torch_threads_for(n_process):
+        with single_torch_thread():
             docs = nlp.pipe(texts, n_process=n_process, batch_size=batch_size)
             words = sum(sum(1 for t in doc if not t.is_space) for doc in docs)
         runs.append(time.perf_counter() - start)
