@@ -25,6 +25,8 @@ def build_cnn_bilstm_encoder(
     and out.
 
     width: even (each LSTM direction has width // 2 units).
+    dropout: between stacked LSTM layers (PyTorch's meaning; unused when
+        ``lstm_depth`` is 1).
     Raises ValueError for an odd width or a depth < 1.
     """
     if width % 2:
@@ -32,5 +34,5 @@ def build_cnn_bilstm_encoder(
     if cnn_depth < 1 or lstm_depth < 1:
         raise ValueError("cnn_depth and lstm_depth must be >= 1")
     cnn = MaxoutWindowEncoder(width=width, window_size=window_size, maxout_pieces=maxout_pieces, depth=cnn_depth)
-    lstm = with_padded(PyTorchLSTM(nO=width, nI=width, bi=True, depth=lstm_depth, dropout=dropout))
+    lstm = with_padded(PyTorchLSTM(nO=width, nI=width, bi=True, depth=lstm_depth, dropout=dropout if lstm_depth > 1 else 0.0))
     return chain(cnn, residual(lstm))

@@ -185,3 +185,24 @@ def test_multi_corpus_config(tmp_path, simile_dir, pse_dir):
     train(nlp, examples, steps=2)
     assert nlp.get_pipe("rhetoric_textcat").cfg["trained_labels"] == ["coarse/metaphor", "coarse/parallelism", "form/simile"]
     assert nlp.get_pipe("rhetoric_components").labels == ("comparator", "tenor", "vehicle")
+
+
+def test_bilstm_config_trains(refs):
+    """configs/rhetoric_bilstm_cpu.cfg (CNN + BiLSTM tok2vec) trains and predicts."""
+    import spacy as _spacy
+
+    cfg = _spacy.util.load_config(
+        ROOT / "configs" / "rhetoric_bilstm_cpu.cfg",
+        overrides={"components.tok2vec.model.embed.width": 32, "components.tok2vec.model.embed.rows": [500, 200, 200],
+                   "components.tok2vec.model.encode.width": 32, "components.tok2vec.model.encode.cnn_depth": 1},
+        interpolate=False,
+    )
+    nlp = _spacy.util.load_model_from_config(cfg, auto_fill=True, validate=True)
+    train(nlp, examples_for(nlp, refs[:20]), steps=2)
+    doc = nlp(Doc(nlp.vocab, words=[t.text for t in refs[0]]))
+    assert doc.tensor.shape == (len(doc), 32)
+    assert list(doc.sents)[0]._.rhetoric["coarse"]
+    from spacy_rhetoric.architectures import build_cnn_bilstm_encoder
+
+    with pytest.raises(ValueError, match="even"):
+        build_cnn_bilstm_encoder(31, 1, 1, 3, 1, 0.0)
