@@ -28,8 +28,9 @@ character offsets are Python string indices into ``text``, end exclusive)::
 
 Sentence labels are those ``Span._.rhetoric`` holds (empty dicts when the
 pipeline has no ``rhetoric_textcat``); ``summary`` counts sentences per
-non-literal label. Empty or whitespace-only text gives a record with empty
-lists (documented empty result, DESIGN §5).
+non-literal label. Sentences, components and parallelisms consisting only of
+whitespace are left out, so empty or whitespace-only text gives a record with
+empty lists (documented empty result, DESIGN §5).
 """
 from __future__ import annotations
 
@@ -166,14 +167,17 @@ def doc_to_record(doc: Doc, doc_id: str, path: Optional[str] = None, model: Opti
             continue
         labels = _rhetoric_of(sent)
         sentences.append({"start": sent.start_char, "end": sent.end_char, "text": sent.text, **labels})
+    # a span of whitespace only carries no device (the documented empty result)
     components = [
         {"label": s.label_, "start": s.start_char, "end": s.end_char, "text": s.text, "score": score}
         for s, score in zip(doc.spans.get(COMPONENTS_KEY, []), _scores(doc, COMPONENTS_KEY))
+        if s.text.strip()
     ]
     groups = [
         {"id": branches[0].id_ or f"{PARALLELISM_KEY}_{i}",
          "branches": [{"start": b.start_char, "end": b.end_char, "text": b.text} for b in branches]}
         for i, branches in enumerate(parallelisms(doc), start=1)
+        if any(b.text.strip() for b in branches)
     ]
     clauses = [{"start": s.start_char, "end": s.end_char} for s in doc.spans.get("clauses", [])]
     return {
