@@ -25,7 +25,7 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import ArgsKwargs, Config, Dropout, Linear, Model, PyTorchWrapper_v2, chain, set_dropout_rate, torch2xp, with_array, xp2torch
+from thinc.api import ArgsKwargs, Config, Dropout, Linear, concatenate, Model, PyTorchWrapper_v2, chain, set_dropout_rate, torch2xp, with_array, xp2torch
 from thinc.types import Floats2d
 
 from ..crf import CRF, Mask, crf_decode, crf_loss
@@ -128,6 +128,49 @@ def PackedBiLSTM(nO: int, nI: int, *, depth: int = 1, dropout: float = 0.0) -> M
     return Model("packed_bilstm", forward, layers=[inner], dims={"nO": nO, "nI": nI})
 
 
+#: Upper bounds of the word-distance buckets of :func:`RepetitionFeatures`.
+REPETITION_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
+
+
+def _distance_buckets(norms: numpy.ndarray) -> numpy.ndarray:
+    """For each word, the bucket of the distance (in words) to the previous
+    and to the next occurrence of the same word; ``len(REPETITION_BUCKETS)``
+    means none within 64 words. Ints2d (n_words, 2)."""
+    n = len(norms)
+    prev = numpy.full(n, numpy.inf)
+    nxt = numpy.full(n, numpy.inf)
+    last: Dict[int, int] = {}
+    for i, w in enumerate(norms.tolist()):
+        if w in last:
+            prev[i] = i - last[w]
+            nxt[last[w]] = i - last[w]
+        last[w] = i
+    return numpy.stack([numpy.searchsorted(REPETITION_BUCKETS, prev), numpy.searchsorted(REPETITION_BUCKETS, nxt)], axis=1)
+
+
+@registry.layers("spacy_rhetoric.RepetitionFeatures.v1")
+def RepetitionFeatures() -> Model[List[Doc], List[Floats2d]]:
+    """One-hot buckets of the distance to the previous and next occurrence of
+    each word's NORM in its doc: List[Floats2d] (n_words, 2 * 16), no
+    parameters. Parallel branches repeat words (the markers of 排比 such as
+    如果...那么, 是..., 让...), a cue a from-scratch encoder finds hard to
+    learn from word identities alone."""
+    n_buckets = len(REPETITION_BUCKETS) + 1
+
+    def forward(model: Model, docs: List[Doc], is_train: bool):
+        out = []
+        for doc in docs:
+            buckets = _distance_buckets(doc.to_array("NORM"))
+            feats = numpy.zeros((len(doc), 2 * n_buckets), dtype="float32")
+            rows = numpy.arange(len(doc))
+            feats[rows, buckets[:, 0]] = 1.0
+            feats[rows, n_buckets + buckets[:, 1]] = 1.0
+            out.append(model.ops.asarray2f(feats))
+        return out, lambda dY: []
+
+    return Model("repetition_features", forward, dims={"nO": 2 * n_buckets})
+
+
 @registry.architectures("spacy_rhetoric.ParallelismTagger.v1")
 def build_parallelism_tagger(
     tok2vec: Model[List[Doc], List[Floats2d]],
@@ -135,6 +178,7 @@ def build_parallelism_tagger(
     lstm_depth: int = 1,
     dropout: float = 0.0,
     nO: Optional[int] = None,
+    repetition_features: bool = False,
 ) -> Model[List[Doc], List[Floats2d]]:
     """Encoder-CRF tagger (Bothwell et al. 2023 §6.2, Fig. 6).
 
@@ -143,14 +187,20 @@ def build_parallelism_tagger(
     lstm_depth: BiLSTM layers; 0 leaves the tok2vec output as the encoding.
     dropout: dropout between BiLSTM layers and on the encoder output.
     nO: number of tags (set by the component's ``initialize``).
+    repetition_features: concatenate :func:`RepetitionFeatures` to the
+    word vectors (distance to the same word before / after).
     Returns a model mapping docs to CRF emissions, List[Floats2d] each
     (n_words, nO), with refs ``tok2vec``, ``output_layer`` and ``crf``.
     When the tok2vec width is unknown at construction (a transformer
     listener), a linear projection to ``hidden_width`` precedes the BiLSTM.
     """
+    width = tok2vec.get_dim("nO") if tok2vec.has_dim("nO") else None
     layers: List[Model] = [tok2vec]
+    if repetition_features:
+        repetition = RepetitionFeatures()
+        layers = [concatenate(tok2vec, repetition)]
+        width = width + repetition.get_dim("nO") if width else None
     if lstm_depth > 0:
-        width = tok2vec.get_dim("nO") if tok2vec.has_dim("nO") else None
         if not width:
             layers.append(with_array(Linear(hidden_width)))
             width = hidden_width
