@@ -224,3 +224,18 @@ def test_evaluation_report(trained, tmp_path):
     assert matched + errors["parallelism_fn"] == saved["reference_parallelisms"]
     assert matched + errors["parallelism_fp"] == saved["predicted_parallelisms"]
     assert "| EPM |" in (tmp_path / "metrics" / "parallelism.md").read_text(encoding="utf8")
+
+
+def test_repetition_features():
+    from spacy_rhetoric.components.parallelism_linker import REPETITION_BUCKETS, RepetitionFeatures
+
+    nlp = spacy.blank("zh")
+    doc = Doc(nlp.vocab, words=["如果", "和谐", "是", "海", "，", "如果", "友善", "是", "河"])
+    layer = RepetitionFeatures()
+    (feats,), _ = layer([doc], is_train=False)
+    n = len(REPETITION_BUCKETS) + 1
+    assert feats.shape == (9, 2 * n) and (feats.sum(axis=1) == 2).all()
+    none = len(REPETITION_BUCKETS)
+    assert feats[0, none] == 1 and feats[0, n + REPETITION_BUCKETS.index(5)] == 1  # 如果 again 5 words on
+    assert feats[5, REPETITION_BUCKETS.index(5)] == 1 and feats[5, n + none] == 1
+    assert feats[1, none] == 1 and feats[1, n + none] == 1  # 和谐 occurs once
