@@ -24,7 +24,7 @@ from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
-from thinc.types import Floats2d, Ints2d, Ragged
+from thinc.types import Floats2d, Ragged
 
 from ..annotation import (
     ALL_LEVEL_LABELS,

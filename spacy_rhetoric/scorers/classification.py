@@ -23,7 +23,7 @@ a predicted sentence with no coarse span is ``literal`` at every level.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Set, Tuple
 
 from spacy.training import Example
 from spacy.util import registry
