@@ -374,7 +374,7 @@ def benchmark_clauses_cmd(
 @app.command("assemble")
 def assemble_cmd(
     output_dir: Path = typer.Argument(..., help="Folder for the assembled pipeline (spacy.load-able, committable)"),
-    textcat: Optional[Path] = typer.Option(None, "--textcat", exists=True, file_okay=False, help="Trained pipeline with a rhetoric_textcat"),
+    textcat: List[Path] = typer.Option([], "--textcat", exists=True, file_okay=False, help="Trained pipeline with a rhetoric_textcat (repeatable: later ones merge their labels in)"),
     components: Optional[Path] = typer.Option(None, "--components", exists=True, file_okay=False, help="Trained pipeline with a rhetoric_components"),
     parallelism: Optional[Path] = typer.Option(None, "--parallelism", exists=True, file_okay=False, help="Trained pipeline with a parallelism_linker"),
     pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="spacy-pkuseg model (default: characters)"),
@@ -389,7 +389,7 @@ def assemble_cmd(
     from .pipeline import assemble_to_disk
 
     sources = {k: v for k, v in (("rhetoric_textcat", textcat), ("rhetoric_components", components),
-                                  ("parallelism_linker", parallelism)) if v is not None}
+                                  ("parallelism_linker", parallelism)) if v}
     if not sources:
         msg.warn("no trained component given: the pipeline only segments words and clauses")
     nlp = assemble_to_disk(output_dir, sources, pkuseg_model=pkuseg_model, metrics=metrics, corpora=corpus,

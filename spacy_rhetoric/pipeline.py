@@ -178,7 +178,10 @@ def assemble(
     sources: ``{factory: trained pipeline folder}`` for factories of
         :data:`COMPONENT_ORDER`; the component made by that factory is taken
         from the folder (whatever its name there) and added under the factory
-        name.
+        name. ``rhetoric_textcat`` may be given a list of folders (classifiers
+        trained on different corpora): the later ones are added as
+        ``rhetoric_textcat_2``, ... with ``merge = true``, so that
+        ``sent._.rhetoric`` holds the union of their decisions.
     pkuseg_model: spacy-pkuseg model folder for the tokenizer (None:
         character segmentation); it is stored inside the pipeline.
     metrics: JSON files of evaluation figures for ``meta["performance"]``.
@@ -202,24 +205,38 @@ def assemble(
     used = list(corpora)
     trained_from: Dict[str, Dict[str, Any]] = {}
     for factory in COMPONENT_ORDER:
-        if factory not in sources:
-            continue
-        path = Path(sources[factory])
-        if not path.exists():
-            raise OSError(f"trained pipeline for {factory} not found: {path}")
-        source = spacy.load(path)
-        name = _find_component(source, factory, str(path))
-        make_self_contained(source, name)
-        nlp.add_pipe(name, name=factory, source=source)
-        source_corpora = corpora_of(source.config)
-        used.extend(source_corpora)
-        trained_from[factory] = {"path": _portable(path), "corpora": source_corpora,
-                                 "version": source.meta.get("version")}
+        paths = sources.get(factory) or []
+        paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        if len(paths) > 1 and factory != "rhetoric_textcat":
+            raise ValueError(f"only rhetoric_textcat can be stacked; got {len(paths)} sources for {factory}")
+        for i, path in enumerate(map(Path, paths)):
+            if not path.exists():
+                raise OSError(f"trained pipeline for {factory} not found: {path}")
+            source = spacy.load(path)
+            name = _find_component(source, factory, str(path))
+            make_self_contained(source, name)
+            target = factory if i == 0 else f"{factory}_{i + 1}"
+            if i == 0:
+                nlp.add_pipe(name, name=target, source=source)
+            else:
+                _add_merging_textcat(nlp, source, name, target)
+            source_corpora = corpora_of(source.config)
+            used.extend(source_corpora)
+            trained_from[target] = {"path": _portable(path), "corpora": source_corpora,
+                                    "version": source.meta.get("version")}
     if generator_config is not None:
         nlp.add_pipe("rhetoric_generator", config=_generator_config(Path(generator_config)))
     _set_meta(nlp, version=version, corpora=used, trained_from=trained_from,
               metrics=read_metrics(metrics), pkuseg=pkuseg_model is not None)
     return nlp
+
+
+def _add_merging_textcat(nlp: Language, source: Language, name: str, target: str) -> None:
+    """Add a further ``rhetoric_textcat`` that merges its decisions with the
+    earlier one's (``merge = true``), weights copied from ``source``."""
+    config = {k: v for k, v in source.config["components"][name].items() if k != "factory"}
+    pipe = nlp.add_pipe("rhetoric_textcat", name=target, config={**config, "merge": True})
+    pipe.from_bytes(source.get_pipe(name).to_bytes(exclude=["vocab"]), exclude=["vocab"])
 
 
 def _set_meta(

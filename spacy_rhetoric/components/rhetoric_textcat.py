@@ -77,6 +77,7 @@ if not Span.has_extension("rhetoric"):
         "threshold": 0.5,
         "thresholds": {},
         "fine_fallback": True,
+        "merge": False,
         "scorer": {"@scorers": "spacy_rhetoric.rhetoric_classification_scorer.v1"},
     },
     default_score_weights={
@@ -94,6 +95,7 @@ def make_rhetoric_textcat(
     threshold: float,
     thresholds: Dict[str, float],
     fine_fallback: bool,
+    merge: bool,
     scorer: Optional[Callable],
 ) -> "RhetoricTextCategorizer":
     """Factory of :class:`RhetoricTextCategorizer` (see its docstring)."""
@@ -104,8 +106,31 @@ def make_rhetoric_textcat(
         threshold=threshold,
         thresholds=thresholds,
         fine_fallback=fine_fallback,
+        merge=merge,
         scorer=scorer,
     )
+
+
+def merge_decisions(
+    earlier: Dict[str, Dict[str, float]], later: Dict[str, Dict[str, float]]
+) -> Dict[str, Dict[str, float]]:
+    """Union of two decoded ``sent._.rhetoric`` dicts of one sentence, for
+    classifiers trained on corpora that annotate different labels (e.g. one
+    on the simile corpus, one on PSE-I). A label accepted by either is kept
+    with the higher score; the sentence is ``literal`` only if both say so,
+    with the lower literal score, since either model's device makes it
+    non-literal."""
+    devices = {**earlier.get("coarse", {}), **later.get("coarse", {})}
+    devices.pop(LITERAL, None)
+    result: Dict[str, Dict[str, float]] = {}
+    for level in LEVELS:
+        a, b = earlier.get(level, {}), later.get(level, {})
+        if devices:
+            merged = {k: max(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b} if k != LITERAL}
+        else:
+            merged = {LITERAL: min(a.get(LITERAL, 1.0), b.get(LITERAL, 1.0))}
+        result[level] = merged
+    return result
 
 
 def sentence_indices(docs: Sequence[Doc], ops) -> Ragged:
@@ -145,6 +170,10 @@ class RhetoricTextCategorizer(TrainablePipe):
        trained, else ``1 - max(device probabilities)``.
     Thresholds: ``threshold`` for all, overridden per ``"level/label"`` by
     ``thresholds``.
+    With ``merge``, decisions already in ``sent._.rhetoric`` (from an earlier
+    ``rhetoric_textcat`` of the pipeline, trained on another corpus) are
+    combined with this component's by :func:`merge_decisions`, and the span
+    groups hold the union.
     """
 
     def __init__(
@@ -156,6 +185,7 @@ class RhetoricTextCategorizer(TrainablePipe):
         threshold: float = 0.5,
         thresholds: Optional[Dict[str, float]] = None,
         fine_fallback: bool = True,
+        merge: bool = False,
         scorer: Optional[Callable] = score_rhetoric_classification,
     ) -> None:
         """Raises ValueError for a threshold outside [0, 1] or an unknown label key."""
@@ -169,6 +199,9 @@ class RhetoricTextCategorizer(TrainablePipe):
         self.model = model
         self.name = name
         self.scorer = scorer
+        # a config setting, kept out of cfg so that loading weights trained
+        # without it (from_bytes/from_disk) cannot switch it off
+        self.merge = bool(merge)
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "trained_labels": [],
@@ -222,6 +255,8 @@ class RhetoricTextCategorizer(TrainablePipe):
             for row in range(offset, offset + int(n)):
                 sent = doc[int(data[row, 0]) : int(data[row, 1])]
                 decoded = self.decode(scores[row])
+                if self.merge and sent._.rhetoric:
+                    decoded = merge_decisions(sent._.rhetoric, decoded)
                 sent._.rhetoric = decoded
                 for level, accepted in decoded.items():
                     for label, score in accepted.items():
