@@ -285,6 +285,7 @@ def assemble_to_disk(output_dir: Union[str, Path], sources: Mapping[str, Union[s
     """
     nlp = assemble(sources, **kwargs)
     output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
     nlp.to_disk(output_dir)
     cwd = str(Path.cwd().resolve())
     for name in ("config.cfg", "meta.json"):
