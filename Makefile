@@ -18,6 +18,7 @@ PIPELINE ?= pipelines/zh_rhetoric
 DEMO_INPUT = $(if $(wildcard $(SHARED)/pse-i/splits.json),$(SHARED)/pse-i --split test,demo/sample.txt)
 
 demo: install
+	mkdir -p packages
 	$(PYTHON) -m spacy package $(PIPELINE) packages --name rhetoric --version 0.1.0 --force --build none
 	$(PYTHON) -m pip install --no-deps --no-build-isolation -q packages/zh_rhetoric-0.1.0
 	mkdir -p demo/out
