@@ -130,6 +130,12 @@ def score_rhetoric_classification(examples: Iterable[Example], **kwargs) -> Dict
         scores.update(set_scores(pairs[level], f"rhetoric_{level}"))
     for level in ("form", "content"):
         scores[f"rhetoric_{level}_mapping"] = mapped[level] / n_sents if n_sents else None
+    # the keys `spacy evaluate` prints as TEXTCAT and per type
+    scores["cats_score"] = scores.get("rhetoric_coarse_micro_f")
+    scores["cats_score_desc"] = "coarse micro F (sentences)"
+    per_type = scores.get("rhetoric_coarse_per_type")
+    if per_type:
+        scores["cats_f_per_type"] = per_type
     return scores
 
 

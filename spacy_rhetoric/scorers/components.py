@@ -126,6 +126,8 @@ def score_rhetoric_components(
         considered += c
     scores = strict_span_scores(pairs, prefix)
     scores[f"{prefix}_form_mapping"] = satisfied / considered if considered else None
+    # the keys `spacy evaluate --spans-key rhetoric_components` prints
+    scores.update({f"spans_{COMPONENTS_KEY}_{k}": scores[f"{prefix}_{k}"] for k in ("p", "r", "f", "per_type")})
     return scores
 
 
