@@ -172,6 +172,24 @@ def _ask(backend: LLMBackend, prompts: Sequence[str], temperature: float, max_ne
     return [answers[0] for answers in backend.chat(convs, n=1, temperature=temperature, max_new_tokens=max_new_tokens)]
 
 
+def _single_turn_results(answers, fields: dict, value_of: Callable[[dict], float]) -> List[JudgeResult]:
+    """One :class:`JudgeResult` per answer: a backend failure or an answer
+    that does not parse into ``fields`` becomes a result with ``error`` set
+    and no value; otherwise ``value_of(parsed)`` with the parsed reason."""
+    out = []
+    for c in answers:
+        if not c.ok:
+            out.append(JudgeResult(None, answer=c.text, error=f"backend: {c.error}"))
+            continue
+        try:
+            data = parse_json_object(c.text, fields)
+        except JudgeParseError as err:
+            out.append(JudgeResult(None, answer=c.text, error=str(err)))
+            continue
+        out.append(JudgeResult(value_of(data), data["reason"], c.text))
+    return out
+
+
 class SingleAnswerRater:
     """CERD single-answer rating: one integer 1–5 per candidate."""
 
@@ -186,18 +204,8 @@ class SingleAnswerRater:
     def __call__(self, items: Sequence[GenerationItem]) -> List[JudgeResult]:
         """One :class:`JudgeResult` per item (``value`` = score 1–5)."""
         answers = _ask(self.backend, [self.prompt(i) for i in items], self.temperature, self.max_new_tokens)
-        out = []
-        for c in answers:
-            if not c.ok:
-                out.append(JudgeResult(None, answer=c.text, error=f"backend: {c.error}"))
-                continue
-            try:
-                data = parse_json_object(c.text, {"score": _int_in(1, 5), "reason": _text})
-            except JudgeParseError as err:
-                out.append(JudgeResult(None, answer=c.text, error=str(err)))
-                continue
-            out.append(JudgeResult(float(data["score"]), data["reason"], c.text))
-        return out
+        fields = {"score": _int_in(1, 5), "reason": _text}
+        return _single_turn_results(answers, fields, lambda data: float(data["score"]))
 
 
 class PairwiseRanker:
@@ -222,18 +230,8 @@ class PairwiseRanker:
             if not item.reference.strip():
                 raise ValueError(f"item {i}: pairwise ranking needs a reference sentence")
         answers = _ask(self.backend, [self.prompt(i) for i in items], self.temperature, self.max_new_tokens)
-        out = []
-        for c in answers:
-            if not c.ok:
-                out.append(JudgeResult(None, answer=c.text, error=f"backend: {c.error}"))
-                continue
-            try:
-                data = parse_json_object(c.text, {"better": lambda v: v in self.VERDICT, "reason": _text})
-            except JudgeParseError as err:
-                out.append(JudgeResult(None, answer=c.text, error=str(err)))
-                continue
-            out.append(JudgeResult(self.VERDICT[data["better"]], data["reason"], c.text))
-        return out
+        fields = {"better": lambda v: v in self.VERDICT, "reason": _text}
+        return _single_turn_results(answers, fields, lambda data: self.VERDICT[data["better"]])
 
 
 def better_rate(results: Sequence[JudgeResult]) -> Optional[float]:
