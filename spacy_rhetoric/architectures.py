@@ -6,6 +6,9 @@ of spaCy's CNN (``spacy.MaxoutWindowEncoder.v2``). Why: the tenor of a simile
 is often further from the comparator 像 than the CNN's receptive field
 (``depth * window_size`` words on each side), and the LSTM sees the whole
 sentence.
+
+The LSTM packs its batch (:func:`spacy_rhetoric.ml.lstm.PackedPyTorchLSTM`):
+the same doc gets the same vectors in any batch.
 """
 from __future__ import annotations
 
@@ -13,8 +16,10 @@ from typing import List
 
 from spacy.ml.models.tok2vec import MaxoutWindowEncoder
 from spacy.util import registry
-from thinc.api import Model, PyTorchLSTM, chain, residual, with_padded
+from thinc.api import Model, chain, residual
 from thinc.types import Floats2d
+
+from .ml.lstm import PackedPyTorchLSTM
 
 
 @registry.architectures("spacy_rhetoric.CNNBiLSTMEncoder.v1")
@@ -34,5 +39,6 @@ def build_cnn_bilstm_encoder(
     if cnn_depth < 1 or lstm_depth < 1:
         raise ValueError("cnn_depth and lstm_depth must be >= 1")
     cnn = MaxoutWindowEncoder(width=width, window_size=window_size, maxout_pieces=maxout_pieces, depth=cnn_depth)
-    lstm = with_padded(PyTorchLSTM(nO=width, nI=width, bi=True, depth=lstm_depth, dropout=dropout if lstm_depth > 1 else 0.0))
+    # packed, so a doc's vectors never depend on the docs batched with it
+    lstm = PackedPyTorchLSTM(nO=width, nI=width, bi=True, depth=lstm_depth, dropout=dropout)
     return chain(cnn, residual(lstm))

@@ -25,10 +25,11 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import ArgsKwargs, Config, Dropout, Linear, concatenate, Model, PyTorchWrapper_v2, chain, set_dropout_rate, torch2xp, with_array, xp2torch
+from thinc.api import Config, Dropout, Linear, concatenate, Model, chain, set_dropout_rate, with_array
 from thinc.types import Floats2d
 
 from ..crf import CRF, Mask, crf_decode, crf_loss
+from ..ml.lstm import PackedBiLSTM
 from ..scorers.parallelism import same_tokens, score_parallelism
 from ..spangroups import PARALLELISM_KEY, parallelism_offsets, set_parallelisms
 from ..tagging import TagScheme, parse_tag
@@ -80,52 +81,6 @@ def _length_batches(indices: List[int], lengths: List[int]) -> List[List[int]]:
     if current:
         batches.append(current)
     return batches
-
-
-@registry.layers("spacy_rhetoric.PackedBiLSTM.v1")
-def PackedBiLSTM(nO: int, nI: int, *, depth: int = 1, dropout: float = 0.0) -> Model[List[Floats2d], List[Floats2d]]:
-    """Bidirectional LSTM over a list of sequences, List[Floats2d] (n_i, nI)
-    -> List[Floats2d] (n_i, nO) (nO / 2 per direction).
-
-    Sequences are packed (``torch.nn.utils.rnn.pack_padded_sequence``), so
-    each output depends on its own sequence only: with plain zero padding the
-    backward direction would read the padding first and a document's tags
-    would change with the length of the documents batched with it.
-    """
-    import torch
-
-    class _Packed(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lstm = torch.nn.LSTM(nI, nO // 2, depth, batch_first=True, bidirectional=True,
-                                      dropout=dropout if depth > 1 else 0.0)
-
-        def forward(self, X: "torch.Tensor", lengths: "torch.Tensor") -> "torch.Tensor":
-            packed = torch.nn.utils.rnn.pack_padded_sequence(X, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
-            out, _ = self.lstm(packed)
-            Y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=X.shape[1])
-            return Y
-
-    def convert_inputs(model: Model, X, is_train: bool):
-        padded, lengths = X
-        args = ArgsKwargs(args=(xp2torch(padded, requires_grad=is_train), torch.tensor(lengths, dtype=torch.int64)), kwargs={})
-        return args, lambda dX: torch2xp(dX.args[0])
-
-    inner = PyTorchWrapper_v2(_Packed(), convert_inputs=convert_inputs)
-
-    def forward(model: Model, Xs: List[Floats2d], is_train: bool):
-        lengths = [len(x) for x in Xs]
-        if not Xs:
-            return [], lambda dYs: []
-        Y, backprop_inner = inner((model.ops.pad(Xs), lengths), is_train)
-        Ys = model.ops.unpad(model.ops.asarray3f(Y), lengths)
-
-        def backprop(dYs: List[Floats2d]) -> List[Floats2d]:
-            return model.ops.unpad(backprop_inner(model.ops.pad(dYs)), lengths)
-
-        return Ys, backprop
-
-    return Model("packed_bilstm", forward, layers=[inner], dims={"nO": nO, "nI": nI})
 
 
 #: Upper bounds of the word-distance buckets of :func:`RepetitionFeatures`.
