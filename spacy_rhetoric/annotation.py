@@ -63,12 +63,13 @@ def annotated_labels(doc: Doc) -> FrozenSet[str]:
     return frozenset(k for k in keys if k in ALL_LEVEL_LABELS)
 
 
-def annotated_components(doc: Doc) -> FrozenSet[str]:
-    """Component labels annotated in ``doc`` (all of them without a declaration)."""
+def annotated_components(doc: Doc, spans_key: str = COMPONENTS_KEY) -> FrozenSet[str]:
+    """Component labels annotated in ``doc`` (all of them without a
+    declaration), plus the labels present in ``doc.spans[spans_key]``."""
     if ANNOTATED_KEY not in doc.user_data:
         return frozenset(COMPONENT_LABELS)
     declared = set(doc.user_data[ANNOTATED_KEY].get("components", ()) or ())
-    declared.update(s.label_ for s in doc.spans.get(COMPONENTS_KEY, []))
+    declared.update(s.label_ for s in doc.spans.get(spans_key, []))
     return frozenset(declared)
 
 

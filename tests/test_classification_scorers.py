@@ -181,3 +181,17 @@ def test_spans_to_bio_rejects_overlap():
     doc = _doc(["一", "二", "三"], [True, False, False], {})
     with pytest.raises(ValueError, match="Overlapping"):
         spans_to_bio(doc, [Span(doc, 0, 2, label="tenor"), Span(doc, 1, 3, label="vehicle")])
+
+
+def test_component_scorer_reads_the_spans_key_it_is_given():
+    """``Pipe.score`` passes the component's ``spans_key``: a pipeline that
+    writes components under another key is scored there, not at the default."""
+    doc = NLP.make_doc("他的笑容像阳光一样温暖")
+    ref, pred = doc.copy(), doc.copy()
+    for d in (ref, pred):
+        d.spans["comp"] = [Span(d, 0, 1, label="tenor"), Span(d, 3, 5, label="vehicle")]
+    scores = score_rhetoric_components([Example(pred, ref)], spans_key="comp")
+    assert scores["rhetoric_components_f"] == 1.0
+    assert scores["spans_comp_f"] == 1.0
+    pred.spans["comp"] = [pred.spans["comp"][0]]
+    assert score_rhetoric_components([Example(pred, ref)], spans_key="comp")["rhetoric_components_r"] == 0.5

@@ -85,11 +85,11 @@ def spans_to_bio(doc: Doc, spans: Iterable[Span]) -> List[str]:
     return tags
 
 
-def form_mapping_counts(eg: Example, known: Set[str]) -> Tuple[int, int]:
+def form_mapping_counts(eg: Example, known: Set[str], spans_key: str = COMPONENTS_KEY) -> Tuple[int, int]:
     """(satisfied, considered) sentences of one example for the §5.2 rate."""
     satisfied = considered = 0
     form_spans = eg.reference.spans.get(LEVEL_SPAN_KEYS["form"], [])
-    pred_spans = eg.predicted.spans.get(COMPONENTS_KEY, [])
+    pred_spans = eg.predicted.spans.get(spans_key, [])
     for sent in sentence_spans(eg.reference):
         forms = labels_in(form_spans, sent.start_char, sent.end_char) - {LITERAL}
         required: Set[str] = set()
@@ -106,28 +106,33 @@ def form_mapping_counts(eg: Example, known: Set[str]) -> Tuple[int, int]:
 def score_rhetoric_components(
     examples: Iterable[Example], labels: Optional[Iterable[str]] = None, prefix: str = PREFIX, **kwargs
 ) -> Dict[str, Any]:
-    """Score ``doc.spans["rhetoric_components"]`` against the reference.
+    """Score ``doc.spans[spans_key]`` against the reference.
 
     labels: score only these component types (default: all annotated).
+    spans_key (keyword, as ``Pipe.score`` passes the component's
+    ``cfg["spans_key"]``): the span group of both docs; default
+    ``"rhetoric_components"``.
     Returns the keys of :func:`strict_span_scores` with ``prefix`` plus
-    ``{prefix}_form_mapping`` (``None`` when no sentence qualifies).
+    ``{prefix}_form_mapping`` (``None`` when no sentence qualifies), and the
+    ``spans_{spans_key}_p/r/f/per_type`` keys ``spacy evaluate`` prints.
     """
+    key = kwargs.get("spans_key", COMPONENTS_KEY)
     pairs = []
     satisfied = considered = 0
     for eg in examples:
-        known = set(annotated_components(eg.reference))
+        known = set(annotated_components(eg.reference, key))
         if labels is not None:
             known &= set(labels)
-        gold = span_set(eg.reference.spans.get(COMPONENTS_KEY, []), known)
-        pred = span_set(eg.predicted.spans.get(COMPONENTS_KEY, []), known)
+        gold = span_set(eg.reference.spans.get(key, []), known)
+        pred = span_set(eg.predicted.spans.get(key, []), known)
         pairs.append((gold, pred))
-        s, c = form_mapping_counts(eg, known)
+        s, c = form_mapping_counts(eg, known, key)
         satisfied += s
         considered += c
     scores = strict_span_scores(pairs, prefix)
     scores[f"{prefix}_form_mapping"] = satisfied / considered if considered else None
     # the keys `spacy evaluate --spans-key rhetoric_components` prints
-    scores.update({f"spans_{COMPONENTS_KEY}_{k}": scores[f"{prefix}_{k}"] for k in ("p", "r", "f", "per_type")})
+    scores.update({f"spans_{key}_{k}": scores[f"{prefix}_{k}"] for k in ("p", "r", "f", "per_type")})
     return scores
 
 
