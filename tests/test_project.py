@@ -1,0 +1,29 @@
+"""The spaCy project: `spacy project run train` is the advertised way to
+train the default pipeline, so it must exist and name only real commands."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import srsly
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_train_workflow_exists_and_names_commands():
+    project = srsly.read_yaml(ROOT / "project.yml")
+    commands = {c["name"] for c in project["commands"]}
+    assert "train" not in commands, "one name, one meaning: `train` is the workflow"
+    steps = project["workflows"]["train"]
+    assert set(steps) <= commands
+    assert steps[-1] == "assemble"
+    assert any("spacy train" in " ".join(c["script"]) for c in project["commands"] if c["name"] in steps)
+
+
+def test_spacy_project_run_train_dry_run():
+    proc = subprocess.run([sys.executable, "-m", "spacy", "project", "run", "train", str(ROOT), "--dry"],
+                          capture_output=True, text=True, timeout=300, cwd=str(ROOT))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Running workflow 'train'" in proc.stdout
+    assert "spacy_rhetoric assemble" in proc.stdout
