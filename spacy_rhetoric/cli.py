@@ -57,6 +57,51 @@ def convert_pse_i_cmd(
     _print_table(f"PSE-I -> {output_dir}", stats)
 
 
+@convert_app.command("pse-i-cerd")
+def convert_pse_i_cerd_cmd(
+    annotations_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.jsonl and test.jsonl (annotations/pse-i-cerd)"),
+    pse_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="PSE-I folder with xml/ (gold words)"),
+    output_dir: Path = typer.Argument(..., help="Writes train.spacy and test.spacy here"),
+) -> None:
+    """Team-annotated PSE-I essays (CERD taxonomy) -> one Doc per paragraph
+    with gold words, sentence labels at every level, components and the
+    PSE-I parallelisms."""
+    from .corpora.pse_i_cerd import convert_pse_i_cerd
+
+    from wasabi import msg
+
+    stats = convert_pse_i_cerd(annotations_dir, pse_dir, output_dir, _vocab())
+    keys = sorted({k for values in stats.values() for k in values})
+    rows = [(key, *(stats[split].get(key, 0) for split in stats)) for key in keys]
+    msg.table(rows, header=("count", *stats), title=f"PSE-I CERD annotations -> {output_dir}", divider=True)
+
+
+@app.command("annotation-agreement")
+def annotation_agreement_cmd(
+    first: Path = typer.Argument(..., exists=True, dir_okay=False, help="First annotation pass (JSONL)"),
+    second: Path = typer.Argument(..., exists=True, dir_okay=False, help="Second, independent pass of some of the same sentences"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the figures as JSON"),
+) -> None:
+    """Cohen's kappa per coarse label and for the form and content levels,
+    and exact component matches, between two annotation passes."""
+    import json
+
+    from wasabi import msg
+
+    from .evaluation.annotation_agreement import annotation_agreement
+
+    result = annotation_agreement(first, second)
+    rows = [(f"coarse/{label}", v["kappa"], v["first"], v["second"], v["both"]) for label, v in result["coarse"]["labels"].items()]
+    rows += [(f"{level} (pooled)", result[level]["pooled_kappa"], "", "", "") for level in ("coarse", "form", "content")]
+    msg.table(rows, header=("decision", "kappa", "first", "second", "both"), divider=True,
+              title=f"{result['sentences']} sentences of {result['essays']} essays; coarse exact match {result['coarse_exact_match']}")
+    comp = result["components"]
+    msg.info(f"components: {comp['exact_matches']} exact matches of {comp['first']} (first) / {comp['second']} (second): P {comp['p']} R {comp['r']} F1 {comp['f']}")
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf8")
+
+
 @convert_app.command("simile")
 def convert_simile_cmd(
     simile_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with the *-Train/Dev/Test.tsv files"),
