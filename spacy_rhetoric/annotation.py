@@ -134,3 +134,31 @@ def gold_sentence_labels(doc: Doc, sent: Span, annotated: Optional[FrozenSet[str
         elif has_device:
             keys.discard(lit)
     return keys
+
+
+def clip_to_paragraph(doc: Doc, start: int, end: int) -> Optional[Tuple[int, int]]:
+    """The part of the token span ``[start, end)`` that a predicted span may
+    cover: a line break ends a paragraph, so no span crosses one, and no
+    span starts or ends with whitespace.
+
+    The span is cut at every token holding a line break; each piece loses
+    its whitespace tokens at both edges; the piece with the most tokens is
+    returned (the first on ties), as ``(start, end)`` token offsets, or None
+    when nothing but whitespace is left.
+    """
+    pieces: List[Tuple[int, int]] = []
+    piece_start = start
+    for i in range(start, end + 1):
+        if i == end or "\n" in doc[i].text or "\r" in doc[i].text:
+            s, e = piece_start, i
+            while s < e and doc[s].is_space:
+                s += 1
+            while e > s and doc[e - 1].is_space:
+                e -= 1
+            if s < e:
+                pieces.append((s, e))
+            piece_start = i + 1
+    if not pieces:
+        return None
+    return max(pieces, key=lambda p: (p[1] - p[0], -p[0]))
+

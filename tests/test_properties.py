@@ -74,3 +74,33 @@ def check_doc(doc) -> None:
 @given(text=TEXTS)
 def test_any_text_gives_a_well_formed_analysis(pipeline: Path, text: str):
     check_doc(load(pipeline)(text))
+
+
+def test_clip_to_paragraph():
+    import spacy
+
+    from spacy_rhetoric.annotation import clip_to_paragraph
+
+    doc = spacy.blank("zh").make_doc("绚丽的人生\n人生是漫长的等待")
+    newline = next(t.i for t in doc if "\n" in t.text)
+    assert clip_to_paragraph(doc, 0, len(doc)) == (newline + 1, len(doc))
+    assert clip_to_paragraph(doc, 0, newline + 1) == (0, newline)
+    assert clip_to_paragraph(doc, newline, newline + 1) is None
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES, ids=[p.name for p in PIPELINES])
+def test_real_essays_spans_stay_in_their_paragraph(pipeline: Path, pse_dir: Path):
+    """A line break ends a paragraph: on the 42 PSE-I test essays (one line
+    per paragraph, the title on the first line) no branch or component
+    crosses one or has whitespace at an edge."""
+    from spacy_rhetoric.analyze import iter_inputs
+
+    texts = [item.text for item in iter_inputs([pse_dir], split="test")]
+    n_branches = 0
+    for doc in load(pipeline).pipe(texts):
+        check_doc(doc)
+        for key in ("parallelism", "rhetoric_components"):
+            for span in doc.spans.get(key, []):
+                assert "\n" not in span.text, (key, span.text)
+                n_branches += key == "parallelism"
+    assert n_branches > 0

@@ -28,6 +28,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Dropout, Linear, concatenate, Model, chain, set_dropout_rate, with_array
 from thinc.types import Floats2d
 
+from ..annotation import clip_to_paragraph
 from ..crf import CRF, Mask, crf_decode, crf_loss
 from ..ml.lstm import PackedBiLSTM
 from ..scorers.parallelism import same_tokens, score_parallelism
@@ -277,10 +278,18 @@ class ParallelismLinker(TrainablePipe):
         return paths
 
     def set_annotations(self, docs: Iterable[Doc], tag_ids: List[List[int]]) -> None:
-        """Decode tags to parallelisms and write them to each doc's span groups."""
+        """Decode tags to parallelisms and write them to each doc's span
+        groups; branches are clipped to one paragraph without whitespace at
+        their edges (:func:`spacy_rhetoric.annotation.clip_to_paragraph`) and
+        a parallelism left with fewer than two branches is dropped."""
         labels = self.labels
         for doc, ids in zip(docs, tag_ids):
-            groups = self.scheme.decode([labels[i] for i in ids])
+            groups = []
+            for group in self.scheme.decode([labels[i] for i in ids]):
+                # a line break ends a paragraph: no branch crosses one
+                branches = [b for b in (clip_to_paragraph(doc, start, end) for start, end in group) if b]
+                if len(branches) >= 2:
+                    groups.append(branches)
             set_parallelisms(doc, groups, key=self.spans_key)
 
     def _gold_groups(self, eg: Example) -> List[List[Tuple[int, int]]]:

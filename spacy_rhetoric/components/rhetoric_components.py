@@ -18,7 +18,7 @@ Linear -> sigmoid, multi-label) with two changes:
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
 from spacy.language import Language
@@ -28,7 +28,7 @@ from spacy.training import Example
 from thinc.api import Config, Model
 from thinc.types import Floats2d, Ints2d, Ragged
 
-from ..annotation import COMPONENTS_KEY, annotated_components
+from ..annotation import COMPONENTS_KEY, annotated_components, clip_to_paragraph
 from ..scorers.components import score_rhetoric_components
 from ..taxonomy import COMPONENT_LABELS
 from .rhetoric_textcat import DEFAULT_MODEL_CONFIG
@@ -162,9 +162,10 @@ class RhetoricComponents(SpanCategorizer):
         super().initialize(get_examples, nlp=nlp, labels=labels)
 
     def _make_span_group_multilabel(self, doc: Doc, indices: Ints2d, scores: Floats2d) -> SpanGroup:
-        """Spans with probability >= threshold; without ``label_overlap`` a
-        span is dropped when a higher-scoring span of the same label overlaps it."""
-        group = super()._make_span_group_multilabel(doc, indices, scores)
+        """Spans with probability >= threshold, clipped to one paragraph
+        without whitespace at their edges; without ``label_overlap`` a span is
+        dropped when a higher-scoring span of the same label overlaps it."""
+        group = _clip_group(doc, super()._make_span_group_multilabel(doc, indices, scores), self.key)
         if self.cfg.get("label_overlap", True) or len(group) == 0:
             return group
         span_scores = group.attrs["scores"]
@@ -182,3 +183,23 @@ class RhetoricComponents(SpanCategorizer):
         out = SpanGroup(doc, name=self.key, spans=[s for s, _ in kept])
         out.attrs["scores"] = numpy.asarray([sc for _, sc in kept], dtype="f")
         return out
+
+
+def _clip_group(doc: Doc, group: SpanGroup, key: str) -> SpanGroup:
+    """``group`` with every span clipped by :func:`clip_to_paragraph`;
+    spans of only whitespace are dropped, and where clipping makes two spans
+    of a label equal, the higher-scoring one is kept."""
+    scores = group.attrs.get("scores")
+    best: Dict[Tuple[int, int, str], float] = {}
+    for i, span in enumerate(group):
+        clipped = clip_to_paragraph(doc, span.start, span.end)
+        if clipped is None:
+            continue
+        score = float(scores[i]) if scores is not None else 1.0
+        key_ = (*clipped, span.label_)
+        best[key_] = max(score, best.get(key_, score))
+    kept = sorted(best.items())
+    out = SpanGroup(doc, name=key, spans=[Span(doc, s, e, label=label) for (s, e, label), _ in kept])
+    out.attrs["scores"] = numpy.asarray([sc for _, sc in kept], dtype="f")
+    return out
+
