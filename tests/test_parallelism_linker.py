@@ -239,3 +239,20 @@ def test_repetition_features():
     assert feats[0, none] == 1 and feats[0, n + REPETITION_BUCKETS.index(5)] == 1  # 如果 again 5 words on
     assert feats[5, REPETITION_BUCKETS.index(5)] == 1 and feats[5, n + none] == 1
     assert feats[1, none] == 1 and feats[1, n + none] == 1  # 和谐 occurs once
+
+
+def test_docs_that_do_not_annotate_parallelism_teach_the_linker_nothing(trained, simile_docbins):
+    """Joint training on several corpora: a simile sentence has no branches
+    because its corpus does not annotate parallelism, not because it has
+    none. Updating on such docs must leave the linker unchanged."""
+    from spacy_rhetoric.components.parallelism_linker import annotates_parallelism
+    from spacy_rhetoric.corpora.docbin import read_docbin
+
+    nlp = trained[0]
+    simile = [d for _, d in zip(range(8), read_docbin(simile_docbins / "train.spacy", nlp.vocab))]
+    assert not any(annotates_parallelism(d) for d in simile)
+    linker = nlp.get_pipe("parallelism_linker")
+    before = linker.model.to_bytes()
+    losses = linker.update(_examples(nlp, simile), sgd=nlp.create_optimizer())
+    assert losses["parallelism_linker"] == 0.0
+    assert linker.model.to_bytes() == before

@@ -28,7 +28,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Dropout, Linear, concatenate, Model, chain, set_dropout_rate, with_array
 from thinc.types import Floats2d
 
-from ..annotation import clip_to_paragraph
+from ..annotation import annotated_labels, clip_to_paragraph
 from ..crf import CRF, Mask, crf_decode, crf_loss
 from ..ml.lstm import PackedBiLSTM
 from ..scorers.parallelism import same_tokens, score_parallelism
@@ -62,6 +62,12 @@ maxout_pieces = 3
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
 _TYPE_ORDER = {"O": 0, "M": 1, "B": 2, "I": 3, "J": 4, "E": 5, "L": 6}
+
+
+def annotates_parallelism(doc: Doc) -> bool:
+    """Whether ``doc``'s corpus annotates parallelisms (a doc that declares
+    nothing annotates everything; see :mod:`spacy_rhetoric.annotation`)."""
+    return "coarse/parallelism" in annotated_labels(doc)
 
 
 #: Most padded word positions per prediction sub-batch.
@@ -338,12 +344,14 @@ class ParallelismLinker(TrainablePipe):
         sgd=None,
         losses: Optional[Dict[str, float]] = None,
     ) -> Dict[str, float]:
-        """Learn from a batch of Examples (empty docs are skipped)."""
+        """Learn from a batch of Examples. Empty docs, and docs whose corpus
+        does not annotate parallelism (``annotates_parallelism``), are
+        skipped: a simile sentence without branches is not a negative."""
         if losses is None:
             losses = {}
         losses.setdefault(self.name, 0.0)
         validate_examples(examples, "ParallelismLinker.update")
-        examples = [eg for eg in examples if len(eg.predicted)]
+        examples = [eg for eg in examples if len(eg.predicted) and annotates_parallelism(eg.reference)]
         if not examples:
             return losses
         set_dropout_rate(self.model, drop)
@@ -371,7 +379,8 @@ class ParallelismLinker(TrainablePipe):
         if labels is None:
             found = {"O", "B", "I"}
             for eg in get_examples():
-                found.update(self.scheme.encode(self._gold_groups(eg), len(eg.predicted)))
+                if annotates_parallelism(eg.reference):
+                    found.update(self.scheme.encode(self._gold_groups(eg), len(eg.predicted)))
             labels = found
         for tag in labels:
             parse_tag(tag)
