@@ -21,6 +21,12 @@ from spacy.tokens import Doc, Span
 from .taxonomy import COMPONENT_LABELS, LEVEL_LABELS, LEVELS, LITERAL
 
 ANNOTATED_KEY = "rhetoric_annotated"
+#: ``doc.user_data`` key of label disjunctions known to hold for every
+#: sentence of the doc: a list of ``"level/label"`` lists, each meaning "at
+#: least one of these labels is true" (e.g. CMC's "metaphorical", which is
+#: metaphor OR personification). The labels of a disjunction are unknown
+#: individually; ``rhetoric_textcat`` trains the most probable one of each.
+DISJUNCTIONS_KEY = "rhetoric_disjunctions"
 LEVEL_SPAN_KEYS: Dict[str, str] = {
     "coarse": "rhetoric",
     "form": "rhetoric_form",
