@@ -32,7 +32,7 @@ def test_gradient_masks_unannotated_labels(trained, mixed_refs):
     col = {k: i for i, k in enumerate(textcat.labels)}
     for ref, known in [(mixed_refs[0], {"coarse/metaphor", "form/simile"}), (mixed_refs[-1], {"coarse/parallelism"})]:
         eg = examples_for(trained, [ref])[0]
-        indices, target, mask = textcat._targets([eg])
+        indices, target, mask, _ = textcat._targets([eg])
         scores = textcat.model.ops.asarray2f(numpy.full(target.shape, 0.5, dtype="f"))
         _, d_scores = textcat.get_loss([eg], scores, target=target, mask=mask)
         d_scores = textcat.model.ops.to_numpy(d_scores)
@@ -161,3 +161,30 @@ def test_initialize_without_annotation_fails():
     ref.user_data["rhetoric_annotated"] = {"coarse": [], "form": [], "content": []}
     with pytest.raises(ValueError, match="annotates any"):
         nlp.initialize(lambda: [Example(Doc(nlp.vocab, words=["天", "很", "蓝"]), ref)])
+
+
+def test_disjunction_trains_the_most_probable_label(trained):
+    """A CMC-style positive ("metaphor OR personification", label unknown):
+    the more probable of the two is trained towards 1, the other gets no
+    gradient, and literal is trained towards 0."""
+    from spacy.tokens import Doc
+
+    from spacy_rhetoric.annotation import ANNOTATED_KEY, DISJUNCTIONS_KEY
+    from spacy_rhetoric.corpora.docbin import mark_single_sentence
+
+    textcat = trained.get_pipe("rhetoric_textcat")
+    col = {k: i for i, k in enumerate(textcat.labels)}
+    ref = mark_single_sentence(Doc(trained.vocab, words=["石榴", "娃娃", "急切", "地", "张望"]))
+    ref.user_data[ANNOTATED_KEY] = {"coarse": ["literal"], "form": [], "content": [], "components": []}
+    ref.user_data[DISJUNCTIONS_KEY] = [["coarse/metaphor", "coarse/personification"]]
+    eg = examples_for(trained, [ref])[0]
+    _, target, mask, disjunctions = textcat._targets([eg])
+    assert disjunctions == [(0, [col["coarse/metaphor"], col["coarse/personification"]])]
+    scores = numpy.full(target.shape, 0.5, dtype="f")
+    scores[0, col["coarse/personification"]] = 0.7
+    _, d = textcat.get_loss([eg], textcat.model.ops.asarray2f(scores), target=target, mask=mask, disjunctions=disjunctions)
+    d = textcat.model.ops.to_numpy(d)
+    assert d[0, col["coarse/personification"]] == pytest.approx(0.7 - 1.0)
+    assert d[0, col["coarse/metaphor"]] == 0.0
+    assert d[0, col["coarse/literal"]] == pytest.approx(0.5)
+    assert d[0, col["coarse/hyperbole"]] == 0.0

@@ -28,6 +28,7 @@ from thinc.types import Floats2d, Ragged
 
 from ..annotation import (
     ALL_LEVEL_LABELS,
+    DISJUNCTIONS_KEY,
     LEVEL_SPAN_KEYS,
     annotated_labels,
     gold_sentence_labels,
@@ -36,6 +37,9 @@ from ..annotation import (
 )
 from ..scorers.classification import score_rhetoric_classification
 from ..taxonomy import LEVELS, LITERAL, children
+
+#: ``(row, label columns)``: at least one of the labels is true in that row.
+Disjunctions = List[Tuple[int, List[int]]]
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -329,17 +333,23 @@ class RhetoricTextCategorizer(TrainablePipe):
                 kept.append(sent)
         return offsets, kept
 
-    def _targets(self, examples: Sequence[Example]) -> Tuple[Ragged, numpy.ndarray, numpy.ndarray]:
+    def _targets(self, examples: Sequence[Example]) -> Tuple[Ragged, numpy.ndarray, numpy.ndarray, Disjunctions]:
         """Sentence offsets on the predicted docs, gold targets and the
-        annotation mask, both Floats2d (n_sentences, n_labels)."""
+        annotation mask, both Floats2d (n_sentences, n_labels), and the
+        disjunctions: ``(row, columns)`` pairs saying that at least one of
+        those labels is true for that sentence (``DISJUNCTIONS_KEY``; such a
+        sentence is not literal)."""
         col = {key: i for i, key in enumerate(self.labels)}
         rows, lengths, targets, masks = [], [], [], []
+        disjunctions: Disjunctions = []
         for eg in examples:
             annotated = annotated_labels(eg.reference)
             mask = numpy.zeros(len(self.labels), dtype="f")
             for key in annotated:
                 if key in col:
                     mask[col[key]] = 1.0
+            known = [[col[k] for k in group if k in col] for group in eg.reference.user_data.get(DISJUNCTIONS_KEY, ())]
+            known = [group for group in known if group]
             offsets, sents = self._example_sentences(eg)
             rows.extend(offsets)
             lengths.append(len(offsets))
@@ -348,6 +358,12 @@ class RhetoricTextCategorizer(TrainablePipe):
                 for key in gold_sentence_labels(eg.reference, sent, annotated):
                     if key in col:
                         target[col[key]] = 1.0
+                if known:
+                    # some device is present: no level is literal
+                    for level in LEVELS:
+                        if f"{level}/{LITERAL}" in col:
+                            target[col[f"{level}/{LITERAL}"]] = 0.0
+                    disjunctions.extend((len(targets), group) for group in known)
                 targets.append(target)
                 masks.append(mask)
         ops = self.model.ops
@@ -358,7 +374,7 @@ class RhetoricTextCategorizer(TrainablePipe):
         shape = (len(targets), len(self.labels))
         target_arr = numpy.asarray(targets, dtype="f").reshape(shape)
         mask_arr = numpy.asarray(masks, dtype="f").reshape(shape)
-        return indices, target_arr, mask_arr
+        return indices, target_arr, mask_arr, disjunctions
 
     def update(
         self,
@@ -374,13 +390,13 @@ class RhetoricTextCategorizer(TrainablePipe):
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
         validate_examples(examples, "RhetoricTextCategorizer.update")
-        indices, target, mask = self._targets(examples)
+        indices, target, mask, disjunctions = self._targets(examples)
         if indices.lengths.sum() == 0:
             return losses
         set_dropout_rate(self.model, drop)
         docs = [eg.predicted for eg in examples]
         scores, backprop = self.model.begin_update((docs, indices))
-        loss, d_scores = self.get_loss(examples, scores, target=target, mask=mask)
+        loss, d_scores = self.get_loss(examples, scores, target=target, mask=mask, disjunctions=disjunctions)
         backprop(d_scores)
         if sgd is not None:
             self.finish_update(sgd)
@@ -394,15 +410,27 @@ class RhetoricTextCategorizer(TrainablePipe):
         *,
         target: Optional[numpy.ndarray] = None,
         mask: Optional[numpy.ndarray] = None,
+        disjunctions: Optional[Disjunctions] = None,
     ) -> Tuple[float, Floats2d]:
         """Masked squared-error loss of sigmoid outputs, as spaCy's spancat.
 
         scores: Floats2d (n_sentences, n_labels) over the gold sentences of
         ``examples``. Gradient = (scores - target) * mask, where mask is 0 for
-        labels the example's doc does not annotate. Returns (loss, gradient).
+        labels the example's doc does not annotate. A disjunction ("at least
+        one of these labels", e.g. CMC's metaphor-or-personification) trains
+        its currently most probable label towards 1 and leaves the others
+        masked: the max approximation of the disjunction's probability.
+        Returns (loss, gradient).
         """
         if target is None or mask is None:
-            _, target, mask = self._targets(list(examples))
+            _, target, mask, disjunctions = self._targets(list(examples))
+        if disjunctions:
+            target, mask = target.copy(), mask.copy()
+            host = self.model.ops.to_numpy(scores)
+            for row, cols in disjunctions:
+                best = cols[int(numpy.argmax(host[row, cols]))]
+                target[row, best] = 1.0
+                mask[row, best] = 1.0
         ops = self.model.ops
         d_scores = (scores - ops.asarray2f(target)) * ops.asarray2f(mask)
         return float((d_scores**2).sum()), d_scores
@@ -433,7 +461,7 @@ class RhetoricTextCategorizer(TrainablePipe):
             raise ValueError(f"[{self.name}] no training example annotates any rhetoric label.")
         self.cfg["trained_labels"] = sorted(trained)
         if sample:
-            indices, target, _ = self._targets(sample)
+            indices, target, _, _ = self._targets(sample)
             docs = [eg.predicted for eg in sample]
             self.model.initialize(X=(docs, indices), Y=self.model.ops.asarray2f(target))
         else:
