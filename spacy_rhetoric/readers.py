@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Union
+from typing import Callable, Dict, Iterator, List, Sequence, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -57,6 +57,7 @@ def create_corpora_reader(
     gold_sents: bool = False,
     shuffle: bool = False,
     limit: int = 0,
+    skip_seen: Sequence[str] = (),
 ) -> Callable[[Language], Iterator[Example]]:
     """Reader yielding gold-word Examples of every DocBin in ``paths``
     (files, or folders read recursively), corpus after corpus.
@@ -67,6 +68,11 @@ def create_corpora_reader(
         (use for dev sets of multi-sentence docs without a sentence splitter).
     shuffle: shuffle the docs of each pass (spaCy's batcher does not).
     limit: at most this many docs per path (0 = all).
+    skip_seen: ``doc.user_data`` keys (e.g. ``["essay_id", "para_id"]``):
+        a doc whose values of all these keys were already read from an
+        earlier path is skipped, so a corpus that annotates more of the same
+        text (the team-annotated PSE-I essays) can be listed before the one
+        it extends (PSE-I) without training on a paragraph twice.
     Raises ValueError for an empty ``paths`` or a path without DocBins.
     """
     if not paths:
@@ -75,14 +81,21 @@ def create_corpora_reader(
 
     def read(nlp: Language) -> Iterator[Example]:
         examples: List[Example] = []
+        seen: set = set()
         for group in files:
-            n = 0
+            n, read_here = 0, set()
             for f in group:
                 for doc in DocBin().from_disk(f).get_docs(nlp.vocab):
                     if len(doc) == 0 or (limit and n >= limit):
                         continue
+                    key = tuple(doc.user_data.get(k) for k in skip_seen) if skip_seen else None
+                    if key is not None and None not in key:
+                        if key in seen:
+                            continue
+                        read_here.add(key)
                     examples.append(gold_word_example(nlp, doc, gold_sents))
                     n += 1
+            seen |= read_here
         if shuffle:
             random.shuffle(examples)
         yield from examples

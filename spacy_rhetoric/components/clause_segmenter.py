@@ -62,9 +62,14 @@ class ClauseSegmenter:
         split_on_newline: bool = True,
         spans_key: str = "clauses",
         label: str = "clause",
+        overwrite: bool = True,
         scorer: Optional[Callable] = None,
     ) -> None:
+        """overwrite: replace sentence starts a doc already has (False keeps
+        them, as spaCy's ``Sentencizer``: gold sentences of an evaluation
+        doc survive; raw text still gets sentences)."""
         self.name = name
+        self.overwrite = overwrite
         self.clause_punct = set(clause_punct) | set(sentence_punct)
         self.sentence_punct = set(sentence_punct)
         self.closing_punct = set(closing_punct)
@@ -146,7 +151,8 @@ class ClauseSegmenter:
                 s, pending_start = pending_start, None
             clauses.append(Span(doc, s, e, label=self.label))
         doc.spans[self.spans_key] = clauses
-        self._set_sentences(doc, segments)
+        if self.overwrite or not doc.has_annotation("SENT_START"):
+            self._set_sentences(doc, segments)
         return doc
 
     def _set_sentences(self, doc: Doc, segments: Iterable[Tuple[int, int, bool]]) -> None:
@@ -180,6 +186,7 @@ class ClauseSegmenter:
         "split_on_newline": True,
         "spans_key": "clauses",
         "label": "clause",
+        "overwrite": True,
         "scorer": {"@scorers": "spacy_rhetoric.clause_scorer.v1"},
     },
     assigns=["token.is_sent_start", "doc.spans"],
@@ -195,6 +202,7 @@ def make_clause_segmenter(
     split_on_newline: bool,
     spans_key: str,
     label: str,
+    overwrite: bool,
     scorer: Optional[Callable],
 ) -> ClauseSegmenter:
     return ClauseSegmenter(
@@ -206,5 +214,6 @@ def make_clause_segmenter(
         split_on_newline=split_on_newline,
         spans_key=spans_key,
         label=label,
+        overwrite=overwrite,
         scorer=scorer,
     )

@@ -149,11 +149,19 @@ def read_annotated(records_path: Path, pse_dir: Path, vocab: Vocab, stats: Count
     return docs
 
 
-def convert_pse_i_cerd(annotations_dir: Path, pse_dir: Path, output_dir: Path, vocab: Vocab) -> Dict[str, Dict[str, int]]:
-    """``annotations_dir/{train,test}.jsonl`` -> ``output_dir/{train,test}.spacy``.
+#: Every DEV_EVERY-th essay of ``train.jsonl`` (in file order, starting at
+#: DEV_OFFSET) is held out as the dev split used for model selection.
+DEV_EVERY, DEV_OFFSET = 9, 4
 
-    Returns the counts per split (essays, sentences, labels per level,
-    components per type, widened components). Raises CorpusFormatError."""
+
+def convert_pse_i_cerd(annotations_dir: Path, pse_dir: Path, output_dir: Path, vocab: Vocab) -> Dict[str, Dict[str, int]]:
+    """``annotations_dir/{train,test}.jsonl`` -> ``output_dir/{train,dev,test}.spacy``.
+
+    ``dev`` holds every ``DEV_EVERY``-th essay of ``train.jsonl`` (12 of the
+    108), ``train`` the others. Returns the counts per split (essays,
+    sentences, labels per level, components per type, widened components).
+    Raises CorpusFormatError.
+    """
     out: Dict[str, Dict[str, int]] = {}
     for split in SPLITS:
         path = Path(annotations_dir) / f"{split}.jsonl"
@@ -161,6 +169,26 @@ def convert_pse_i_cerd(annotations_dir: Path, pse_dir: Path, output_dir: Path, v
             raise CorpusFormatError(path, "annotation file not found")
         stats: Counter = Counter()
         docs = read_annotated(path, pse_dir, vocab, stats)
-        stats["docs"] = write_docbin(docs, Path(output_dir) / f"{split}.spacy")
-        out[split] = dict(sorted(stats.items()))
+        if split == "train":
+            essays = list(dict.fromkeys(d.user_data["essay_id"] for d in docs))
+            held = {e for i, e in enumerate(essays) if i % DEV_EVERY == DEV_OFFSET}
+            parts = {"train": [d for d in docs if d.user_data["essay_id"] not in held],
+                     "dev": [d for d in docs if d.user_data["essay_id"] in held]}
+        else:
+            parts = {split: docs}
+        for name, part in parts.items():
+            counts = Counter(stats) if len(parts) == 1 else _doc_counts(part)
+            counts["docs"] = write_docbin(part, Path(output_dir) / f"{name}.spacy")
+            out[name] = dict(sorted(counts.items()))
     return out
+
+
+def _doc_counts(docs: List[Doc]) -> Counter:
+    """Essays, sentences, sentence labels and components of converted docs."""
+    counts: Counter = Counter(essays=len({d.user_data["essay_id"] for d in docs}))
+    for doc in docs:
+        counts["sentences"] += len(list(doc.sents))
+        for level in tx.LEVELS:
+            counts.update(f"{level}/{s.label_}" for s in doc.spans[LEVEL_SPAN_KEYS[level]])
+        counts.update(f"component/{s.label_}" for s in doc.spans[COMPONENTS_KEY])
+    return counts
