@@ -1,16 +1,15 @@
 """Analyse documents with an assembled pipeline: JSONL records and an HTML report.
 
-Inputs (:func:`iter_inputs`): ``.txt`` files (UTF-8), PSE-I ``.xml`` essays
-(their words joined, one line per paragraph), folders (their ``*.txt`` and
-``*.xml`` files, recursively, sorted), ``-`` for standard input (one
-document). A PSE-I folder (with ``splits.json``) can be restricted to one
-split.
+Inputs, encodings, document ids and how output is written safely are
+described in :mod:`spacy_rhetoric.analysis_io`; the local (``nlp.pipe``) and
+Ray engines in :mod:`spacy_rhetoric.engines`. This module holds the record
+schema, the HTML report and the driver :func:`analyze`.
 
 JSONL schema ``spacy-rhetoric/analysis/v1`` (one record per input document;
 character offsets are Python string indices into ``text``, end exclusive)::
 
     {"schema": "spacy-rhetoric/analysis/v1",
-     "id": str, "path": str | null,
+     "id": str, "path": str | null, "encoding": str | null,
      "model": {"name": str, "version": str},
      "text": str, "n_chars": int, "n_tokens": int,
      "sentences": [{"start": int, "end": int, "text": str,
@@ -26,6 +25,27 @@ character offsets are Python string indices into ``text``, end exclusive)::
                  "components": {label: n}, "parallelisms": int,
                  "branches": int}}
 
+``id`` is the file stem, made unique when stems are shared (see
+:mod:`spacy_rhetoric.analysis_io`); ``path`` is null for standard input.
+``encoding`` is the Python codec the text was decoded with (``utf-8``,
+``utf-8-sig``, ``utf-16``, ``gb18030``, ...; :func:`analysis_io.decode_text`),
+null for PSE-I XML (the XML declares its own) and for standard input given
+as a text stream.
+
+A document that cannot be read or analysed gets an error record instead, in
+the same output and with the same ``id``::
+
+    {"schema": "spacy-rhetoric/analysis/v1", "id": str, "path": str | null,
+     "error": {"type": str, "message": str}}
+
+``type`` is one of ``not_text`` (binary, or no encoding fits),
+``decode_error`` (a forced ``--encoding`` does not decode it),
+``format_error`` (malformed PSE-I XML), ``read_error`` (the file cannot be
+read), ``too_long`` (more characters than the pipeline's ``max_length``) and
+``analysis_error`` (the pipeline raised on it); ``message`` names the file
+(and line where known). Records are written in input order by the local
+engine, in completion order by the Ray engine.
+
 Sentence labels are those ``Span._.rhetoric`` holds (empty dicts when the
 pipeline has no ``rhetoric_textcat``); ``summary`` counts sentences per
 non-literal label. Sentences, components and parallelisms consisting only of
@@ -35,22 +55,30 @@ empty lists (documented empty result, DESIGN §5).
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
+from .analysis_io import (  # noqa: F401  re-exported: the analyze API predates the split
+    INPUT_SUFFIXES,
+    DocumentError,
+    InputDoc,
+    expand_inputs,
+    expand_paths,
+    iter_inputs,
+    read_pse_essay,
+    read_text_file,
+)
 from .annotation import COMPONENTS_KEY, sentence_spans
 from .spangroups import PARALLELISM_KEY, parallelisms
 from .taxonomy import LEVELS, LITERAL
 
 SCHEMA = "spacy-rhetoric/analysis/v1"
-INPUT_SUFFIXES = (".txt", ".xml")
+ENGINES = ("local", "ray")
 #: Distinct colours for the branches of different parallelisms (cycled).
 GROUP_COLOURS = ("#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec", "#f2f2f2")
 COMPONENT_COLOURS = {
@@ -58,86 +86,6 @@ COMPONENT_COLOURS = {
     "personification_object": "#cab2d6", "personification_content": "#fb9a99",
     "hyperbole_object": "#ffff99", "hyperbole_content": "#fdbf6f", "parallelism_marker": "#d9d9d9",
 }
-
-
-@dataclass
-class InputDoc:
-    """One document to analyse: ``id`` (file stem, ``-`` for stdin), its path
-    (None for stdin) and its text."""
-
-    id: str
-    path: Optional[str]
-    text: str
-
-
-def read_pse_essay(path: Path) -> str:
-    """Text of a PSE-I XML essay: each paragraph's words joined, paragraphs
-    separated by ``\\n``. Raises CorpusFormatError naming file and line."""
-    import spacy
-
-    from .corpora.pse_i import read_essay
-
-    return "\n".join(doc.text for doc in read_essay(path, spacy.blank("zh").vocab))
-
-
-def read_text_file(path: Path) -> str:
-    """UTF-8 text of ``path``. Raises ValueError naming the file and the
-    line of the first byte that is not UTF-8."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise ValueError(f"{path}, line {line}: not UTF-8 text ({err.reason})") from None
-
-
-def _folder_files(folder: Path, split: Optional[str]) -> List[Path]:
-    if split is not None:
-        from .corpora.pse_i import read_splits
-
-        if not (folder / "splits.json").is_file():
-            raise ValueError(f"--split {split} needs a PSE-I folder with splits.json, got {folder}")
-        splits = read_splits(folder)
-        if split not in splits:
-            raise ValueError(f"unknown split {split!r}; {folder / 'splits.json'} has {sorted(splits)}")
-        return [folder / "xml" / name for name in splits[split]]
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in INPUT_SUFFIXES)
-
-
-def expand_paths(paths: Sequence[Union[str, Path]], split: Optional[str] = None) -> List[Union[Path, str]]:
-    """Files to read, in order: folders expanded, ``"-"`` kept for stdin.
-
-    Raises FileNotFoundError for a missing path, ValueError for a file that
-    is not ``.txt``/``.xml`` or a bad ``split``.
-    """
-    files: List[Union[Path, str]] = []
-    for raw in paths:
-        if str(raw) == "-":
-            files.append("-")
-            continue
-        path = Path(raw)
-        if path.is_dir():
-            files.extend(_folder_files(path, split))
-        elif path.is_file():
-            if path.suffix.lower() not in INPUT_SUFFIXES:
-                raise ValueError(f"{path}: unsupported input (expected .txt or .xml)")
-            files.append(path)
-        else:
-            raise FileNotFoundError(f"input not found: {path}")
-    return files
-
-
-def iter_inputs(
-    paths: Sequence[Union[str, Path]], split: Optional[str] = None, stdin: Optional[IO[str]] = None
-) -> Iterator[InputDoc]:
-    """The documents of ``paths`` (see module docstring), read lazily."""
-    for item in expand_paths(paths, split):
-        if item == "-":
-            yield InputDoc("-", None, (stdin or sys.stdin).read())
-        elif item.suffix.lower() == ".xml":
-            yield InputDoc(item.stem, str(item), read_pse_essay(item))
-        else:
-            yield InputDoc(item.stem, str(item), read_text_file(item))
 
 
 # --- records ------------------------------------------------------------------
@@ -159,7 +107,9 @@ def _scores(doc: Doc, key: str) -> List[Optional[float]]:
     return [round(float(s), 4) for s in scores]
 
 
-def doc_to_record(doc: Doc, doc_id: str, path: Optional[str] = None, model: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+def doc_to_record(
+    doc: Doc, doc_id: str, path: Optional[str] = None, model: Optional[Dict[str, str]] = None, encoding: Optional[str] = None
+) -> Dict[str, Any]:
     """The ``spacy-rhetoric/analysis/v1`` record of an analysed Doc."""
     sentences = []
     for sent in sentence_spans(doc):
@@ -184,6 +134,7 @@ def doc_to_record(doc: Doc, doc_id: str, path: Optional[str] = None, model: Opti
         "schema": SCHEMA,
         "id": doc_id,
         "path": path,
+        "encoding": encoding,
         "model": model or {},
         "text": doc.text,
         "n_chars": len(doc.text),
@@ -194,6 +145,16 @@ def doc_to_record(doc: Doc, doc_id: str, path: Optional[str] = None, model: Opti
         "clauses": clauses,
         "summary": summarize(sentences, components, groups, len(clauses)),
     }
+
+
+def error_record(doc_id: str, path: Optional[str], type: str, message: str) -> Dict[str, Any]:
+    """The record of a document that could not be read or analysed."""
+    return {"schema": SCHEMA, "id": doc_id, "path": path, "error": {"type": type, "message": message}}
+
+
+def too_long_message(item: InputDoc, max_length: int) -> str:
+    return (f"{item.path or item.id}: {len(item.text)} characters exceed the pipeline's "
+            f"max_length {max_length}; split the text or raise --max-length")
 
 
 def summarize(sentences: List[dict], components: List[dict], groups: List[dict], n_clauses: int) -> Dict[str, Any]:
@@ -229,10 +190,7 @@ def analyze_docs(
     def checked() -> Iterator[Tuple[str, InputDoc]]:
         for item in inputs:
             if len(item.text) > nlp.max_length:
-                raise ValueError(
-                    f"{item.path or item.id}: {len(item.text)} characters exceed the pipeline's "
-                    f"max_length {nlp.max_length}; split the text or raise --max-length"
-                )
+                raise ValueError(too_long_message(item, nlp.max_length))
             yield item.text, item
 
     with single_torch_thread():
@@ -316,7 +274,13 @@ h2 { border-top: 2px solid #444; padding-top: 0.5em; }
 p.none { color: #888; }
 </style></head><body>
 <h1>{{ title }}</h1>
-<p>{{ records|length }} document(s), model {{ model.name }} {{ model.version }}, schema {{ schema }}.</p>
+<p>{{ records|length }} document(s), model {{ model.name }} {{ model.version }}, schema {{ schema }}.{% if failures %} {{ failures|length }} document(s) failed.{% endif %}</p>
+{% if failures %}<h2 id="failed">Failed documents</h2>
+<table class="failed">
+<tr><th>document</th><th>path</th><th>error</th><th>message</th></tr>
+{% for f in failures %}<tr><td>{{ f.id }}</td><td>{{ f.path or "-" }}</td><td>{{ f.error.type }}</td><td>{{ f.error.message }}</td></tr>
+{% endfor %}
+</table>{% endif %}
 <table>
 <tr><th>document</th><th>sentences</th>{% for c in coarse %}<th>{{ c }}</th>{% endfor %}<th>components</th><th>parallelisms</th><th>branches</th></tr>
 {% for r in records %}<tr><td><a href="#doc-{{ loop.index }}">{{ r.id }}</a></td><td>{{ r.summary.sentences }}</td>
@@ -336,9 +300,16 @@ form: {{ r.summary.form or "-" }}; content: {{ r.summary.content or "-" }}; comp
 """
 
 
-def render_html(records: List[Dict[str, Any]], sections: List[Dict[str, str]], model: Dict[str, str], title: str = "Rhetorical devices") -> str:
-    """The report page: a per-document summary table, then each document's
-    three displaCy renderings."""
+def render_html(
+    records: List[Dict[str, Any]],
+    sections: List[Dict[str, str]],
+    model: Dict[str, str],
+    title: str = "Rhetorical devices",
+    failures: Sequence[Dict[str, Any]] = (),
+) -> str:
+    """The report page: the error records of failed documents (if any), a
+    per-document summary table, then each document's three displaCy
+    renderings."""
     import jinja2
 
     from .taxonomy import LEVEL_LABELS
@@ -346,7 +317,8 @@ def render_html(records: List[Dict[str, Any]], sections: List[Dict[str, str]], m
     env = jinja2.Environment(autoescape=True)
     coarse = [c for c in LEVEL_LABELS["coarse"] if c != LITERAL]
     return env.from_string(HTML_TEMPLATE).render(
-        title=title, records=records, sections=list(zip(records, sections)), model=model, schema=SCHEMA, coarse=coarse
+        title=title, records=records, sections=list(zip(records, sections)), model=model, schema=SCHEMA, coarse=coarse,
+        failures=list(failures),
     )
 
 
@@ -378,72 +350,123 @@ def analyze(
     split: Optional[str] = None,
     max_length: Optional[int] = None,
     progress: bool = True,
-    stdin: Optional[IO[str]] = None,
+    stdin: Optional[IO] = None,
+    encoding: str = "auto",
+    resume: bool = False,
+    engine: str = "local",
+    ray_address: Optional[str] = None,
+    num_actors: int = 1,
+    on_message: Optional[Callable[[str], None]] = None,
 ) -> Dict[str, int]:
-    """Analyse ``paths`` and write JSONL (one record per document) or the
-    HTML report to ``output`` (a path, ``"-"`` for stdout, or an open file).
+    """Analyse ``paths`` and write JSONL (one record per document, error
+    records included) or the HTML report to ``output`` (a path, ``"-"`` for
+    stdout, or an open file).
 
-    Returns ``{"documents": n, "sentences": n, "device_sentences": n,
-    "components": n, "parallelisms": n}``. Raises ValueError for an unknown
-    format, a malformed input (naming file and line) or a too long text.
+    ``engine``: ``local`` (``nlp.pipe`` with ``n_process`` processes) or
+    ``ray`` (Ray Data, ``num_actors`` actors; joins ``ray_address`` or starts
+    Ray on this machine). ``resume``: append to an existing JSONL file,
+    skipping the ids it already holds (ok or failed) and dropping a partial
+    last line. ``on_message`` receives one line per failed document and per
+    notice (no wrapping).
+
+    Returns ``{"documents", "ok", "failed"}`` for this run, ``"skipped"``
+    (ids already in the output) and ``"skipped_failed"`` (of those, error
+    records), and the counts ``"sentences"``, ``"device_sentences"``,
+    ``"components"``, ``"parallelisms"`` of this run's records. Raises
+    ValueError for a bad option or an output that cannot be resumed,
+    FileNotFoundError for a missing input, OSError when the pipeline cannot
+    be loaded, RuntimeError when the Ray engine fails.
     """
     from tqdm import tqdm
 
+    from . import engines
+    from .analysis_io import JsonlWriter, check_encoding, expand_inputs, scan_jsonl, write_atomic
+
     if fmt not in ("jsonl", "html"):
         raise ValueError(f"unknown format {fmt!r}; use jsonl or html")
-    nlp = load_pipeline(model) if isinstance(model, str) else model
-    if max_length:
-        nlp.max_length = max_length
-    info = model_info(nlp)
-    files = expand_paths(paths, split)
-    totals = Counter(documents=0, sentences=0, device_sentences=0, components=0, parallelisms=0)
-    records, sections = [], []
-    inputs = iter_inputs(files, stdin=stdin)
-    with _open_output(output) as out:
-        bar = tqdm(analyze_docs(nlp, inputs, n_process=n_process, batch_size=batch_size),
-                   total=len(files), unit="doc", disable=not progress, file=sys.stderr)
-        for item, doc in bar:
-            record = doc_to_record(doc, item.id, item.path, info)
-            _add_totals(totals, record)
-            if fmt == "jsonl":
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            else:
-                records.append(record)
-                sections.append(doc_sections(doc))
-        if fmt == "html":
-            out.write(render_html(records, sections, info))
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; use local or ray")
+    encoding = check_encoding(encoding)
+    to_file = not hasattr(output, "write") and str(output) != "-"
+    if resume and (fmt != "jsonl" or not to_file):
+        raise ValueError("--resume needs --format jsonl and an --output file")
+    if engine == "ray" and not isinstance(model, str):
+        raise ValueError("the ray engine needs the pipeline as a package name or folder, not a loaded Language")
+    inputs = expand_inputs(paths, split)
+    state = scan_jsonl(output) if resume else None  # type: ignore[arg-type]
+    todo = [(i, src) for i, src in inputs if i not in state.done] if state else inputs
+    nlp: Optional[Language] = None
+    if engine == "local":
+        nlp = load_pipeline(model) if isinstance(model, str) else model
+        if max_length:
+            nlp.max_length = max_length
+        info: Optional[Dict[str, str]] = model_info(nlp)
+    else:
+        engines.require_ray()
+        info = engines.model_meta_info(model, require=ray_address is None)  # type: ignore[arg-type]
+    if state and info and state.models - {(info["name"], info["version"])}:
+        found = ", ".join(f"{n} {v}" for n, v in sorted(state.models))
+        raise ValueError(f"{output} holds records of {found}, this run uses {info['name']} {info['version']}; "
+                         "resume with the same pipeline or write to a new file")
+    totals = Counter(documents=0, ok=0, failed=0, skipped=len(inputs) - len(todo),
+                     skipped_failed=len(state.failed & {i for i, _ in inputs}) if state else 0,
+                     sentences=0, device_sentences=0, components=0, parallelisms=0)
+    bar = tqdm(total=len(todo), unit="doc", disable=not progress, file=sys.stderr)
+
+    def say(message: str) -> None:
+        if on_message is not None:
+            with bar.external_write_mode(file=sys.stderr):
+                on_message(message)
+
+    if state and state.valid_bytes < state.size:
+        say(f"resume: dropped a partial last line ({state.size - state.valid_bytes} bytes) of {output}")
+    docs = iter_inputs((), stdin=stdin, encoding=encoding, errors="record", inputs=todo)
+    if engine == "local":
+        results = engines.local_results(nlp, docs, n_process=n_process, batch_size=batch_size, with_sections=fmt == "html")
+    else:
+        results = engines.ray_results(model, docs, address=ray_address, num_actors=num_actors, batch_size=batch_size,  # type: ignore[arg-type]
+                                      max_length=max_length, with_sections=fmt == "html", progress=progress)
+    collected: List[Tuple[int, Dict[str, Any], Optional[Dict[str, str]]]] = []
+    with contextlib.closing(results), bar:
+        writer = JsonlWriter(output, fresh=not resume, truncate_to=state.valid_bytes if state else None,
+                             fsync_every=batch_size) if fmt == "jsonl" else None
+        try:
+            for index, record, sections in results:
+                _add_totals(totals, record)
+                if "error" in record:
+                    say(f"failed: {record['id']}: {record['error']['type']}: {record['error']['message']}")
+                if writer is not None:
+                    writer.write(record)
+                else:
+                    collected.append((index, record, sections))
+                bar.update(1)
+        finally:
+            if writer is not None:
+                writer.close()
+    if fmt == "html":
+        collected.sort(key=lambda x: x[0])
+        ok = [(r, s) for _, r, s in collected if "error" not in r]
+        failures = [r for _, r, _ in collected if "error" in r]
+        page = render_html([r for r, _ in ok], [s or {} for _, s in ok], info or _first_model(ok), failures=failures)
+        write_atomic(output, page)
     return dict(totals)
+
+
+def _first_model(pairs: List[Tuple[Dict[str, Any], Any]]) -> Dict[str, str]:
+    return next((r.get("model") or {} for r, _ in pairs), {"name": "", "version": ""})
 
 
 def _add_totals(totals: Counter, record: Dict[str, Any]) -> None:
     totals["documents"] += 1
+    if "error" in record:
+        totals["failed"] += 1
+        return
+    totals["ok"] += 1
     totals["sentences"] += len(record["sentences"])
     totals["device_sentences"] += sum(1 for s in record["sentences"] if any(k != LITERAL for k in s["coarse"]))
     totals["components"] += len(record["components"])
     totals["parallelisms"] += len(record["parallelisms"])
 
 
-class _open_output:
-    """Context manager over a path, ``"-"`` (stdout) or an open text file."""
-
-    def __init__(self, output: Union[str, Path, IO[str]]) -> None:
-        self.output, self.fh, self.own = output, None, False
-
-    def __enter__(self) -> IO[str]:
-        if hasattr(self.output, "write"):
-            self.fh = self.output
-        elif str(self.output) == "-":
-            self.fh = sys.stdout
-        else:
-            path = Path(self.output)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.fh, self.own = path.open("w", encoding="utf8"), True
-        return self.fh
-
-    def __exit__(self, *exc) -> None:
-        if self.own:
-            self.fh.close()
-
-
-__all__ = ["SCHEMA", "InputDoc", "analyze", "analyze_docs", "doc_to_record", "doc_sections", "iter_inputs",
-           "expand_paths", "render_html", "load_pipeline"]
+__all__ = ["SCHEMA", "InputDoc", "analyze", "analyze_docs", "doc_to_record", "doc_sections", "error_record",
+           "iter_inputs", "expand_inputs", "expand_paths", "render_html", "load_pipeline"]

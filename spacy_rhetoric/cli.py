@@ -451,24 +451,45 @@ def analyze_cmd(
     fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (schema spacy-rhetoric/analysis/v1) or html"),
     output: str = typer.Option("-", "--output", "-o", help="Output file (- = stdout)"),
     model: str = typer.Option("zh_rhetoric", "--model", "-m", help="Installed pipeline name or pipeline folder"),
-    n_process: int = typer.Option(1, "--n-process", min=1, help="Worker processes for nlp.pipe"),
+    n_process: int = typer.Option(1, "--n-process", min=1, help="Worker processes for nlp.pipe (local engine)"),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Documents per batch"),
     split: Optional[str] = typer.Option(None, "--split", help="For a PSE-I folder with splits.json: only this split (train, dev, optimization, test)"),
     max_length: Optional[int] = typer.Option(None, "--max-length", help="Raise the pipeline's max_length (characters per document)"),
+    encoding: str = typer.Option("auto", "--encoding", help="auto (BOM, UTF-8, else charset-normalizer; GB18030 preferred) or a codec name to force (.txt and stdin)"),
+    resume: bool = typer.Option(False, "--resume", help="Append to an existing JSONL --output, skipping the ids it already holds"),
+    engine: str = typer.Option("local", "--engine", help="local (nlp.pipe) or ray (Ray Data actor pool; pip install 'spacy-rhetoric[ray]')"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster (auto, ray://HOST:10001); default: start Ray on this machine"),
+    num_actors: int = typer.Option(1, "--num-actors", min=1, help="Ray actors, each holding one pipeline (--engine ray)"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr"),
 ) -> None:
-    """Find rhetorical devices in documents; writes one JSONL record per document or an HTML report."""
-    from wasabi import msg
+    """Find rhetorical devices in documents; writes one JSONL record per document or an HTML report.
 
+    A document that cannot be read or analysed gets an error record; the
+    others are analysed, and the command exits 1 if any failed. Messages
+    go to stderr, one line each, never wrapped.
+    """
     from .analyze import analyze
+
+    def say(message: str) -> None:
+        typer.echo(message, err=True)
 
     try:
         totals = analyze(paths, output, model=model, fmt=fmt.lower(), n_process=n_process, batch_size=batch_size,
-                         split=split, max_length=max_length, progress=progress)
-    except (ValueError, OSError) as err:
-        msg.fail(str(err), exits=1)
-    if output != "-":
-        msg.good(f"wrote {output}: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+                         split=split, max_length=max_length, progress=progress, encoding=encoding, resume=resume,
+                         engine=engine.lower(), ray_address=ray_address, num_actors=num_actors, on_message=say)
+    except (ValueError, OSError, RuntimeError) as err:
+        say(f"error: {err}")
+        raise typer.Exit(1)
+    failed = totals["failed"] + totals["skipped_failed"]
+    line = f"documents: {totals['ok']} ok, {totals['failed']} failed"
+    if resume:
+        line += (f", {totals['skipped']} skipped (already in the output: {totals['skipped'] - totals['skipped_failed']} ok, "
+                 f"{totals['skipped_failed']} failed)")
+    line += f" -> {'stdout' if output == '-' else output}; " + ", ".join(
+        f"{k} {totals[k]}" for k in ("sentences", "device_sentences", "components", "parallelisms"))
+    say(line)
+    if failed:
+        raise typer.Exit(1)
 
 
 @benchmark_app.command("pipeline")

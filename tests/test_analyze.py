@@ -11,6 +11,7 @@ import pytest
 import spacy
 from typer.testing import CliRunner
 
+from spacy_rhetoric.analysis_io import DocumentError
 from spacy_rhetoric.analyze import SCHEMA, analyze, doc_sections, doc_to_record, expand_paths, iter_inputs, read_pse_essay
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.corpora.pse_i import read_essay, read_splits
@@ -89,8 +90,11 @@ def test_stdin_folder_and_split(model, pse_dir, tmp_path):
     result = runner.invoke(app, ["analyze", str(folder), "-", "--model", model, "-o", str(out), "--no-progress"],
                            input="我们要学会坚强，学会勇敢，学会宽容。")
     assert result.exit_code == 0, result.output
-    assert [r["id"] for r in read_jsonl(out)] == ["a", "b", "-"]
-    assert read_jsonl(out)[2]["path"] is None
+    records = read_jsonl(out)
+    assert [r["id"] for r in records] == ["a", "b", "-"]
+    assert records[2]["path"] is None
+    # a text file and stdin bytes are decoded (UTF-8 here); PSE-I XML declares its own encoding
+    assert [r["encoding"] for r in records] == ["utf-8", None, "utf-8"]
     assert len(expand_paths([pse_dir], split="test")) == 42
 
 
@@ -120,26 +124,58 @@ def test_branches_of_one_parallelism_share_a_colour(pse_dir):
     assert len({next(iter(c)) for c in colours.values()}) == len(colours)
 
 
+def stderr_lines(result):
+    """The command's stderr, one message per line (the CLI never wraps)."""
+    return result.stderr.splitlines()
+
+
 def test_bad_inputs_give_clear_errors(model, tmp_path):
-    bad_xml = tmp_path / "bad.xml"
+    # a folder name longer than any terminal: a wrapped message would split it
+    folder = tmp_path / ("long_folder_name_" * 8)
+    folder.mkdir()
+    bad_xml = folder / "bad.xml"
     bad_xml.write_text("<doc>\n<para id='0'>\n<sent id='0'><word id='0'>好</word>\n</doc>", encoding="utf8")
     with pytest.raises(CorpusFormatError, match=r"bad\.xml, line \d"):
         list(iter_inputs([bad_xml]))
-    latin = tmp_path / "latin.txt"
+    latin = folder / "latin.txt"
     latin.write_bytes("第一行\n".encode("utf8") + "caf\xe9".encode("latin-1"))
-    with pytest.raises(ValueError, match=r"latin\.txt, line 2: not UTF-8"):
+    with pytest.raises(ValueError, match=r"latin\.txt, line 2: not utf-8 text"):
+        list(iter_inputs([latin], encoding="utf-8"))
+    with pytest.raises(DocumentError, match=r"latin\.txt: not text: .*not UTF-8 from line 2") as err:
         list(iter_inputs([latin]))
-    (tmp_path / "x.json").write_text("{}", encoding="utf8")
+    assert err.value.type == "not_text"
+    (folder / "x.json").write_text("{}", encoding="utf8")
     with pytest.raises(ValueError, match="unsupported input"):
-        expand_paths([tmp_path / "x.json"])
+        expand_paths([folder / "x.json"])
     with pytest.raises(FileNotFoundError):
-        expand_paths([tmp_path / "missing.txt"])
-    result = runner.invoke(app, ["analyze", str(bad_xml), "--model", model, "--no-progress"])
-    assert result.exit_code == 1 and "bad.xml, line" in result.output
-    result = runner.invoke(app, ["analyze", str(latin), "--model", str(tmp_path / "no_model"), "--no-progress"])
-    assert result.exit_code == 1 and "cannot load pipeline" in result.output
-    result = runner.invoke(app, ["analyze", "-", "--model", model, "--format", "pdf", "--no-progress"], input="好")
-    assert result.exit_code == 1 and "unknown format" in result.output
+        expand_paths([folder / "missing.txt"])
+
+    out = tmp_path / "bad.jsonl"
+    # COLUMNS=20: a width-dependent printer would wrap every message
+    result = runner.invoke(app, ["analyze", str(bad_xml), "--model", model, "--no-progress", "-o", str(out)],
+                           env={"COLUMNS": "20"})
+    assert result.exit_code == 1, result.output
+    lines = stderr_lines(result)
+    assert f"failed: bad: format_error: {bad_xml}, line 4: malformed XML: Opening and ending tag mismatch: " \
+           "sent line 3 and doc, line 4, column 7" in lines
+    assert any(line.startswith("documents: 0 ok, 1 failed -> ") for line in lines)
+    [record] = read_jsonl(out)
+    assert record["error"]["type"] == "format_error" and record["id"] == "bad"
+
+    result = runner.invoke(app, ["analyze", str(latin), "--model", str(tmp_path / "no_model"), "--no-progress"],
+                           env={"COLUMNS": "20"})
+    assert result.exit_code == 1
+    assert any(line.startswith("error: cannot load pipeline") and line.endswith("or pass --model PATH)")
+               for line in stderr_lines(result))
+    for args, message in [
+        (["--format", "pdf"], "error: unknown format 'pdf'; use jsonl or html"),
+        (["--encoding", "klingon"], "error: unknown encoding 'klingon'"),
+        (["--engine", "spark"], "error: unknown engine 'spark'; use local or ray"),
+        (["--resume"], "error: --resume needs --format jsonl and an --output file"),
+    ]:
+        result = runner.invoke(app, ["analyze", "-", "--model", model, "--no-progress", *args], input="好")
+        assert result.exit_code == 1 and any(line.startswith(message) for line in stderr_lines(result)), result.output
+        assert result.stdout == ""
 
 
 def test_library_writes_to_open_file(model, test_essays):

@@ -1,0 +1,355 @@
+"""Engines of ``analyze``: where the pipeline runs.
+
+Both turn :class:`~spacy_rhetoric.analysis_io.InputDoc` s into
+``(index, record, sections)`` results (``index``: position in the input
+order; ``record``: the analysis or error record; ``sections``: the HTML
+renderings when asked for, else None). A document that cannot be read or
+analysed becomes an error record; the others are analysed.
+
+``local``
+    ``nlp.pipe`` in this process (``n_process=1``, batch by batch) or in
+    ``n_process`` forked workers. A batch that raises is re-run one document
+    at a time, so only the document that fails gets an error record
+    (batch-independent pipelines give every other document the record it
+    would get in any batch; tests/test_same_answer.py). Results come in
+    input order.
+
+``ray``
+    Ray Data: the driver reads and decodes the inputs (error records for
+    those it cannot read are written at once), the texts go to an actor
+    pool (``ray.data.ActorPoolStrategy(size=num_actors)``) whose actors
+    each load the pipeline once (:class:`RayAnalyzer`, a callable class for
+    ``map_batches``) and return JSON records, which the driver writes as
+    they arrive (completion order). Without an address, Ray starts on this
+    machine (``ray.init(num_cpus=..., include_dashboard=False)``) and stops
+    afterwards; with one (``auto``, ``ray://host:10001``, ``host:6379``) it
+    joins that cluster, whose nodes need spacy-rhetoric and the pipeline
+    installed (a pipeline folder must exist at the same absolute path on
+    every node).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
+
+from spacy.language import Language
+from spacy.tokens import Doc
+
+from .analysis_io import InputDoc
+from .analyze import doc_sections, doc_to_record, error_record, model_info, single_torch_thread, too_long_message
+
+Result = Tuple[int, Dict[str, Any], Optional[Dict[str, str]]]
+
+
+# --- one document, one batch ------------------------------------------------------
+
+
+def run_single(nlp: Language, text: str) -> Doc:
+    """``nlp(text)`` with every component called directly, so that a
+    component's error raises whatever error handler ``nlp`` has."""
+    doc = nlp.make_doc(text)
+    for _, proc in nlp.pipeline:
+        doc = proc(doc)
+    return doc
+
+
+def _analysis_error(index: int, item: InputDoc, err: BaseException) -> Result:
+    message = f"{item.path or item.id}: the pipeline failed: {type(err).__name__}: {err}"
+    return index, error_record(item.id, item.path, "analysis_error", message), None
+
+
+def _precheck(nlp: Language, index: int, item: InputDoc) -> Optional[Result]:
+    """The error result of an item that must not reach the pipeline."""
+    if item.error is not None:
+        return index, error_record(item.id, item.path, item.error["type"], item.error["message"]), None
+    if len(item.text) > nlp.max_length:
+        return index, error_record(item.id, item.path, "too_long", too_long_message(item, nlp.max_length)), None
+    return None
+
+
+def _result(index: int, item: InputDoc, doc: Doc, info: Dict[str, str], with_sections: bool) -> Result:
+    try:
+        record = doc_to_record(doc, item.id, item.path, info, item.encoding)
+        return index, record, doc_sections(doc) if with_sections else None
+    except Exception as err:  # noqa: BLE001 - reported as the document's error record
+        return _analysis_error(index, item, err)
+
+
+def _single(nlp: Language, index: int, item: InputDoc, info: Dict[str, str], with_sections: bool) -> Result:
+    try:
+        doc = run_single(nlp, item.text)
+    except Exception as err:  # noqa: BLE001
+        return _analysis_error(index, item, err)
+    return _result(index, item, doc, info, with_sections)
+
+
+def analyze_batch(
+    nlp: Language, batch: List[Tuple[int, InputDoc]], info: Dict[str, str], with_sections: bool = False
+) -> List[Result]:
+    """Results of one batch, in its order: ``nlp.pipe`` over the batch, or,
+    when that raises, one document at a time."""
+    results: Dict[int, Result] = {}
+    runnable = []
+    for index, item in batch:
+        failed = _precheck(nlp, index, item)
+        if failed is not None:
+            results[index] = failed
+        else:
+            runnable.append((index, item))
+    docs: List[Optional[Doc]]
+    try:
+        docs = list(nlp.pipe([item.text for _, item in runnable], batch_size=max(1, len(runnable))))
+    except Exception:  # noqa: BLE001 - find the document that fails
+        docs = [None] * len(runnable)
+    for (index, item), doc in zip(runnable, docs):
+        if doc is None:
+            results[index] = _single(nlp, index, item, info, with_sections)
+        else:
+            results[index] = _result(index, item, doc, info, with_sections)
+    return [results[index] for index, _ in batch]
+
+
+# --- local engine ---------------------------------------------------------------
+
+
+def local_results(
+    nlp: Language,
+    docs: Iterable[InputDoc],
+    *,
+    n_process: int = 1,
+    batch_size: int = 8,
+    with_sections: bool = False,
+) -> Iterator[Result]:
+    """Results of ``docs`` in input order (module docstring); torch on one
+    thread per process."""
+    from spacy.util import minibatch
+
+    info = model_info(nlp)
+    numbered = enumerate(docs)
+    with single_torch_thread():
+        if n_process <= 1:
+            for batch in minibatch(numbered, batch_size):
+                yield from analyze_batch(nlp, list(batch), info, with_sections)
+        else:
+            yield from _multiprocess_results(nlp, numbered, info, n_process, batch_size, with_sections)
+
+
+def _drop_failed(proc_name, proc, docs, err) -> None:
+    """spaCy error handler: drop the documents of a failing batch (the
+    parent re-runs them one by one)."""
+    return None
+
+
+@contextlib.contextmanager
+def _dropping_errors(nlp: Language) -> Iterator[None]:
+    saved = nlp.default_error_handler
+    pipes = {name: proc.get_error_handler() for name, proc in nlp.pipeline if hasattr(proc, "get_error_handler")}
+    nlp.set_error_handler(_drop_failed)
+    try:
+        yield
+    finally:
+        nlp.default_error_handler = saved
+        for name, proc in nlp.pipeline:
+            if name in pipes:
+                proc.set_error_handler(pipes[name])
+
+
+def _multiprocess_results(
+    nlp: Language, numbered: Iterator[Tuple[int, InputDoc]], info: Dict[str, str], n_process: int, batch_size: int,
+    with_sections: bool,
+) -> Iterator[Result]:
+    """``nlp.pipe(texts, n_process=N)``: the workers tokenize and analyse,
+    and drop a failing batch (:func:`_drop_failed`). Documents come back in
+    order, so each returned doc is matched to the oldest pending input
+    with its text; inputs passed over were dropped and are re-run here, one
+    at a time, where the document that fails gets its error record."""
+    pending: Deque[Tuple[int, InputDoc, Optional[Result]]] = deque()
+
+    def feed() -> Iterator[str]:
+        for index, item in numbered:
+            failed = _precheck(nlp, index, item)
+            pending.append((index, item, failed))
+            if failed is None:
+                yield item.text
+
+    def settle(entry: Tuple[int, InputDoc, Optional[Result]]) -> Result:
+        index, item, failed = entry
+        return failed if failed is not None else _single(nlp, index, item, info, with_sections)
+
+    with _dropping_errors(nlp):
+        for doc in nlp.pipe(feed(), n_process=n_process, batch_size=batch_size):
+            while pending and (pending[0][2] is not None or pending[0][1].text != doc.text):
+                yield settle(pending.popleft())
+            if not pending:
+                raise RuntimeError("nlp.pipe returned a document that was not sent")
+            index, item, _ = pending.popleft()
+            yield _result(index, item, doc, info, with_sections)
+    while pending:
+        yield settle(pending.popleft())
+
+
+# --- Ray engine -------------------------------------------------------------------
+
+
+class RayAnalyzer:
+    """Callable class for ``Dataset.map_batches``: loads the pipeline once
+    per actor; maps a batch ``{"index", "meta", "text"}`` (meta: JSON
+    ``[id, path, encoding]``) to ``{"index", "record", "sections"}`` (JSON
+    strings; ``sections`` empty unless asked for)."""
+
+    def __init__(self, model: str, max_length: Optional[int] = None, with_sections: bool = False) -> None:
+        import spacy_rhetoric  # noqa: F401  registers the factories in this worker
+
+        from .analyze import load_pipeline
+
+        try:
+            import torch
+
+            torch.set_num_threads(1)
+        except ImportError:  # pragma: no cover - torch is a dependency
+            pass
+        self.nlp = load_pipeline(model)
+        if max_length:
+            self.nlp.max_length = max_length
+        self.info = model_info(self.nlp)
+        self.with_sections = with_sections
+
+    def __call__(self, batch: Dict[str, Any]) -> Dict[str, List[Any]]:
+        items = []
+        for index, meta, text in zip(batch["index"], batch["meta"], batch["text"]):
+            doc_id, path, encoding = json.loads(str(meta))
+            items.append((int(index), InputDoc(doc_id, path, str(text), encoding)))
+        results = analyze_batch(self.nlp, items, self.info, self.with_sections)
+        return {
+            "index": [index for index, _, _ in results],
+            "record": [json.dumps(record, ensure_ascii=False) for _, record, _ in results],
+            "sections": [json.dumps(sections, ensure_ascii=False) if sections else "" for _, _, sections in results],
+        }
+
+
+def model_meta_info(model: str, require: bool = True) -> Optional[Dict[str, str]]:
+    """``{"name", "version"}`` of a pipeline from its ``meta.json`` without
+    loading it (a folder or an installed package). None when this machine
+    does not have it and ``require`` is false (a Ray cluster may); OSError
+    (as :func:`load_pipeline`) when it must."""
+    import spacy.util
+
+    meta_path = Path(model) / "meta.json"
+    if not meta_path.is_file() and spacy.util.is_package(model):
+        meta_path = spacy.util.get_package_path(model) / "meta.json"
+        if not meta_path.is_file():  # packages nest the pipeline one level down
+            meta_path = next(spacy.util.get_package_path(model).glob("*/meta.json"), meta_path)
+    if not meta_path.is_file():
+        if not require:
+            return None
+        raise OSError(f"cannot load pipeline {model!r}: not an installed package or a pipeline folder "
+                      "(build one with `spacy project run assemble`, or pass --model PATH)")
+    meta = json.loads(meta_path.read_text(encoding="utf8"))
+    return {"name": f"{meta.get('lang', '')}_{meta.get('name', '')}", "version": str(meta.get("version", ""))}
+
+
+def _portable_model(model: str) -> str:
+    """A pipeline folder as an absolute path (Ray workers need not share the
+    driver's working directory); a package name as it is."""
+    path = Path(model)
+    return str(path.resolve()) if path.is_dir() else model
+
+
+def require_ray() -> None:
+    """RuntimeError with the install hint when Ray Data cannot be imported."""
+    try:
+        import ray  # noqa: F401
+        import ray.data  # noqa: F401
+    except ImportError as err:
+        raise RuntimeError(f"the ray engine needs Ray: pip install 'spacy-rhetoric[ray]' (or 'ray[data]') ({err})") from None
+
+
+def ray_results(
+    model: str,
+    docs: Iterable[InputDoc],
+    *,
+    address: Optional[str] = None,
+    num_actors: int = 1,
+    batch_size: int = 8,
+    max_length: Optional[int] = None,
+    with_sections: bool = False,
+    progress: bool = False,
+    num_cpus: Optional[int] = None,
+) -> Iterator[Result]:
+    """Results of ``docs`` computed with Ray Data (module docstring), in
+    completion order. Raises RuntimeError when Ray is missing or fails
+    (records already yielded stay valid: ``--resume`` continues)."""
+    require_ray()
+    import ray
+    import ray.data
+
+    if num_actors < 1:
+        raise ValueError(f"--num-actors must be at least 1, got {num_actors}")
+    rows: List[Dict[str, Any]] = []
+    for index, item in enumerate(docs):
+        if item.error is not None:
+            yield index, error_record(item.id, item.path, item.error["type"], item.error["message"]), None
+        else:
+            rows.append({"index": index, "meta": json.dumps([item.id, item.path, item.encoding]), "text": item.text})
+    if not rows:
+        return
+    started = False
+    if not ray.is_initialized():
+        options: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+        try:
+            if address:
+                ray.init(address=address, **options)
+            else:
+                ray.init(num_cpus=num_cpus or max(num_actors, os.cpu_count() or 1), **options)
+        except Exception as err:  # noqa: BLE001
+            raise RuntimeError(f"cannot start or join Ray ({address or 'local'}): {err}") from err
+        started = True
+    try:
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ctx.print_on_execution_start = False
+        ctx.enable_auto_log_stats = False
+        logging.getLogger("ray.data").addFilter(_quiet_progress_notice)
+        blocks = max(1, min(math.ceil(len(rows) / batch_size), 1000))
+        dataset = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
+            RayAnalyzer,
+            fn_constructor_kwargs={"model": _portable_model(model), "max_length": max_length,
+                                   "with_sections": with_sections},
+            batch_size=batch_size,
+            batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=num_actors),
+        )
+        del rows
+        stream = iter(dataset.iter_rows())
+        while True:
+            try:
+                row = next(stream)
+            except StopIteration:
+                break
+            except Exception as err:  # noqa: BLE001 - Ray wraps worker errors in its own types
+                raise RuntimeError(f"the ray engine failed: {type(err).__name__}: {_first_line(err)}") from err
+            sections = json.loads(row["sections"]) if row["sections"] else None
+            yield int(row["index"]), json.loads(row["record"]), sections
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _quiet_progress_notice(record: logging.LogRecord) -> bool:
+    """Logging filter: drop Ray Data's notice that its progress bars are
+    off (ours runs instead)."""
+    return not str(record.msg).startswith("Progress bars disabled")
+
+
+def _first_line(err: BaseException) -> str:
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+__all__ = ["RayAnalyzer", "analyze_batch", "local_results", "model_meta_info", "ray_results", "require_ray", "run_single"]
