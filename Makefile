@@ -4,7 +4,7 @@ SHARED ?= ../shared/data
 .PHONY: install test demo
 
 install:
-	$(PYTHON) -m pip install -e ".[test]"
+	$(PYTHON) -m pip install -e ".[test,ray]"
 
 # pytest exits 5 when it collects no test; that is not a pass, but not a
 # crash of the suite either, so it is reported and turned into a failure.
