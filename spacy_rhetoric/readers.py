@@ -58,6 +58,7 @@ def create_corpora_reader(
     shuffle: bool = False,
     limit: int = 0,
     skip_seen: Sequence[str] = (),
+    exclude: Union[str, Sequence[str], None] = (),
 ) -> Callable[[Language], Iterator[Example]]:
     """Reader yielding gold-word Examples of every DocBin in ``paths``
     (files, or folders read recursively), corpus after corpus.
@@ -73,15 +74,25 @@ def create_corpora_reader(
         earlier path is skipped, so a corpus that annotates more of the same
         text (the team-annotated PSE-I essays) can be listed before the one
         it extends (PSE-I) without training on a paragraph twice.
+    exclude: a DocBin path or a list of them whose docs (identified by
+        ``skip_seen``) are never read, e.g. the held-out dev essays of a
+        corpus listed in ``paths``.
     Raises ValueError for an empty ``paths`` or a path without DocBins.
     """
     if not paths:
         raise ValueError("spacy_rhetoric.Corpora.v1 needs at least one path")
+    if isinstance(exclude, str):
+        exclude = [exclude]
+    exclude = list(exclude or ())
     files = [_docbin_files(p) for p in (paths.values() if isinstance(paths, dict) else paths)]
 
     def read(nlp: Language) -> Iterator[Example]:
         examples: List[Example] = []
-        seen: set = set()
+        seen: set = {
+            tuple(doc.user_data.get(k) for k in skip_seen)
+            for path in exclude for f in _docbin_files(path)
+            for doc in DocBin().from_disk(f).get_docs(nlp.vocab)
+        } if skip_seen else set()
         for group in files:
             n, read_here = 0, set()
             for f in group:

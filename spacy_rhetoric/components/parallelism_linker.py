@@ -277,11 +277,25 @@ class ParallelismLinker(TrainablePipe):
         docs = list(docs)
         paths: List[List[int]] = [[] for _ in docs]
         crf = self.model.get_ref("crf")
-        for chunk in _length_batches([i for i, d in enumerate(docs) if len(d)], [len(d) for d in docs]):
+        nonempty = [i for i, d in enumerate(docs) if len(d)]
+        if not nonempty:
+            return paths
+        if self._listens():
+            # a listener (shared tok2vec or transformer) accepts only the
+            # whole batch its upstream component saw: no sub-batches
+            emissions = self.model.predict(docs)
+            for i, path in zip(nonempty, crf_decode(crf, [emissions[i] for i in nonempty], self._mask())):
+                paths[i] = path
+            return paths
+        for chunk in _length_batches(nonempty, [len(d) for d in docs]):
             emissions = self.model.predict([docs[i] for i in chunk])
             for i, path in zip(chunk, crf_decode(crf, emissions, self._mask())):
                 paths[i] = path
         return paths
+
+    def _listens(self) -> bool:
+        """Whether the encoder reads a shared upstream component."""
+        return any(hasattr(node, "upstream_name") for node in self.model.walk())
 
     def set_annotations(self, docs: Iterable[Doc], tag_ids: List[List[int]]) -> None:
         """Decode tags to parallelisms and write them to each doc's span
