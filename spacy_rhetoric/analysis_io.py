@@ -43,7 +43,9 @@ Output
     unbuffered file, ``fsync``-ed every ``fsync_every`` records and at the
     end, so an interrupted run leaves whole lines, except perhaps one
     partial last line that :func:`scan_jsonl` finds and ``--resume``
-    truncates. HTML is written to a temporary file beside the target,
+    truncates. What an interruption loses is the work in flight: the
+    current batch (``--batch-size`` documents) of the local engine, the
+    batches the Ray actors are analysing. HTML is written to a temporary file beside the target,
     ``fsync``-ed and renamed over it: a crash leaves the old file or none.
 """
 from __future__ import annotations

@@ -425,7 +425,7 @@ def analyze(
         results = engines.local_results(nlp, docs, n_process=n_process, batch_size=batch_size, with_sections=fmt == "html")
     else:
         results = engines.ray_results(model, docs, address=ray_address, num_actors=num_actors, batch_size=batch_size,  # type: ignore[arg-type]
-                                      max_length=max_length, with_sections=fmt == "html", progress=progress)
+                                      max_length=max_length, with_sections=fmt == "html")
     collected: List[Tuple[int, Dict[str, Any], Optional[Dict[str, str]]]] = []
     with contextlib.closing(results), bar:
         writer = JsonlWriter(output, fresh=not resume, truncate_to=state.valid_bytes if state else None,

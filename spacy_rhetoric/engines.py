@@ -279,12 +279,13 @@ def ray_results(
     batch_size: int = 8,
     max_length: Optional[int] = None,
     with_sections: bool = False,
-    progress: bool = False,
     num_cpus: Optional[int] = None,
 ) -> Iterator[Result]:
     """Results of ``docs`` computed with Ray Data (module docstring), in
-    completion order. Raises RuntimeError when Ray is missing or fails
-    (records already yielded stay valid: ``--resume`` continues)."""
+    completion order. ``num_cpus``: CPUs of a Ray started here (default:
+    this machine's, at least ``num_actors``). Raises RuntimeError when Ray
+    is missing or fails (records already yielded stay valid: ``--resume``
+    continues)."""
     require_ray()
     import ray
     import ray.data
@@ -315,8 +316,10 @@ def ray_results(
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
         ctx.enable_auto_log_stats = False
-        logging.getLogger("ray.data").addFilter(_quiet_progress_notice)
-        blocks = max(1, min(math.ceil(len(rows) / batch_size), 1000))
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-run INFO lines on stderr
+        logging.getLogger("ray.data._internal.progress").addFilter(_quiet_progress_notice)
+        # one block per batch, at least one per actor (so each gets work), at most 1000
+        blocks = min(len(rows), max(num_actors, math.ceil(len(rows) / batch_size)), 1000)
         dataset = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
             RayAnalyzer,
             fn_constructor_kwargs={"model": _portable_model(model), "max_length": max_length,
