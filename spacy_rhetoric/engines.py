@@ -22,10 +22,13 @@ analysed becomes an error record; the others are analysed.
     ``map_batches``) and return JSON records, which the driver writes as
     they arrive (completion order). Without an address, Ray starts on this
     machine (``ray.init(num_cpus=..., include_dashboard=False)``) and stops
-    afterwards; with one (``auto``, ``ray://host:10001``, ``host:6379``) it
-    joins that cluster, whose nodes need spacy-rhetoric and the pipeline
-    installed (a pipeline folder must exist at the same absolute path on
-    every node).
+    afterwards; with one (``auto`` on a node of a cluster started with
+    ``ray start``, or ``host:6379``) it joins that cluster, whose nodes need
+    spacy-rhetoric and the pipeline installed (a pipeline folder must exist
+    at the same absolute path on every node). Ray Client addresses
+    (``ray://host:10001``) connect, but Ray Data 2.60 cannot execute through
+    them (``'Worker' object has no attribute 'core_worker'``): run the
+    command on a cluster node, or submit it with ``ray job submit``.
 """
 from __future__ import annotations
 
@@ -336,7 +339,11 @@ def ray_results(
             except StopIteration:
                 break
             except Exception as err:  # noqa: BLE001 - Ray wraps worker errors in its own types
-                raise RuntimeError(f"the ray engine failed: {type(err).__name__}: {_first_line(err)}") from err
+                hint = ""
+                if address and address.startswith("ray://"):
+                    hint = ("; Ray Data does not run through Ray Client (ray://) in Ray 2.60: run analyze on a "
+                            "cluster node with --ray-address auto, or submit it there with `ray job submit`")
+                raise RuntimeError(f"the ray engine failed: {type(err).__name__}: {_first_line(err)}{hint}") from err
             sections = json.loads(row["sections"]) if row["sections"] else None
             yield int(row["index"]), json.loads(row["record"]), sections
     finally:
