@@ -365,12 +365,21 @@ class ParallelismLinker(TrainablePipe):
             losses = {}
         losses.setdefault(self.name, 0.0)
         validate_examples(examples, "ParallelismLinker.update")
-        examples = [eg for eg in examples if len(eg.predicted) and annotates_parallelism(eg.reference)]
-        if not examples:
+        examples = list(examples)
+        keep = [i for i, eg in enumerate(examples) if len(eg.predicted) and annotates_parallelism(eg.reference)]
+        if not keep:
             return losses
         set_dropout_rate(self.model, drop)
-        scores, backprop = self.model.begin_update([eg.predicted for eg in examples])
-        loss, d_scores = self.get_loss(examples, scores)
+        if self._listens():
+            # the listener needs the whole batch; skipped docs get no gradient
+            scores, backprop = self.model.begin_update([eg.predicted for eg in examples])
+            loss, d_kept = self.get_loss([examples[i] for i in keep], [scores[i] for i in keep])
+            d_scores = [self.model.ops.alloc2f(*s.shape) for s in scores]
+            for i, d in zip(keep, d_kept):
+                d_scores[i] = d
+        else:
+            scores, backprop = self.model.begin_update([examples[i].predicted for i in keep])
+            loss, d_scores = self.get_loss([examples[i] for i in keep], scores)
         backprop(d_scores)
         if sgd is not None:
             self.finish_update(sgd)

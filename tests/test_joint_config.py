@@ -1,0 +1,97 @@
+"""configs/zh_rhetoric_cpu.cfg: the whole pipeline with ONE shared tok2vec,
+trained a few steps on real documents of every corpus at once (PSE-I CERD,
+PSE-I, simile, CMC), with each component learning only what a doc's corpus
+annotates; saved and loaded back with the same answers."""
+from __future__ import annotations
+
+from collections import Counter
+from itertools import islice
+from pathlib import Path
+
+import numpy
+import pytest
+import spacy
+
+from rhetoric_helpers import examples_for, simile_docs, train
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {
+    "components.tok2vec.model.embed.width": 32,
+    "components.tok2vec.model.embed.rows": [500, 200, 200],
+    "components.tok2vec.model.encode.width": 32,
+    "components.tok2vec.model.encode.cnn_depth": 1,
+    "components.parallelism_linker.model.hidden_width": 32,
+}
+
+
+def joint_pipeline(config: str = "zh_rhetoric_cpu.cfg"):
+    cfg = spacy.util.load_config(ROOT / "configs" / config, overrides=TINY, interpolate=False)
+    return spacy.util.load_model_from_config(cfg, auto_fill=True, validate=True)
+
+
+@pytest.fixture(scope="module")
+def corpus_docs(shared_data: Path):
+    """A few real documents of each corpus the config names."""
+    from spacy_rhetoric.corpora.cmc import read_cmc, sentence_to_doc
+    from spacy_rhetoric.corpora.pse_i import read_essay
+    from spacy_rhetoric.corpora.pse_i_cerd import read_annotated
+
+    vocab = spacy.blank("zh").vocab
+    stats: Counter = Counter()
+    cerd = read_annotated(ROOT / "annotations" / "pse-i-cerd" / "test.jsonl", shared_data / "pse-i", vocab, stats)[:6]
+    pse = read_essay(shared_data / "pse-i" / "xml" / "312.xml", vocab)[:6]
+    simile = list(simile_docs(shared_data / "simile", n=12))
+    nlp = spacy.blank("zh")
+    cmc = [sentence_to_doc(nlp, s) for s in islice(read_cmc(shared_data / "cmc" / "train.tsv"), 12)]
+    return {"pse-i-cerd": cerd, "pse-i": pse, "simile": simile, "cmc": cmc}
+
+
+def test_one_shared_tok2vec():
+    nlp = joint_pipeline()
+    assert nlp.pipe_names == ["tok2vec", "clause_segmenter", "rhetoric_textcat", "rhetoric_components", "parallelism_linker"]
+    listeners = {name for name in nlp.pipe_names if hasattr(nlp.get_pipe(name), "model")
+                 and any(hasattr(n, "upstream_name") for n in nlp.get_pipe(name).model.walk())}
+    assert listeners == {"rhetoric_textcat", "rhetoric_components", "parallelism_linker"}
+
+
+def test_joint_training_on_every_corpus_and_io(corpus_docs, tmp_path):
+    nlp = joint_pipeline()
+    refs = [d for docs in corpus_docs.values() for d in docs]
+    examples = examples_for(nlp, refs)
+    train(nlp, examples, steps=3)
+    textcat = nlp.get_pipe("rhetoric_textcat")
+    # every corpus contributes labels: CERD's fine labels, CMC's disjunction
+    assert {"coarse/personification", "coarse/hyperbole", "form/verb", "coarse/parallelism"} <= set(textcat.cfg["trained_labels"])
+    scores = nlp.evaluate(examples)
+    assert "rhetoric_coarse_micro_f" in scores and "parallelism_epm_f" in scores and "rhetoric_components_f" in scores
+    texts = [d.text for d in refs[:10]]
+    before = [d.to_json()["spans"] for d in nlp.pipe(texts)]
+    nlp.to_disk(tmp_path / "joint")
+    loaded = spacy.load(tmp_path / "joint")
+    after = [d.to_json()["spans"] for d in loaded.pipe(texts)]
+    assert before == after
+    for a, b in zip(nlp.pipe(texts), loaded.pipe(texts)):
+        for sa, sb in zip(a.sents, b.sents):
+            for level in sa._.rhetoric:
+                assert sa._.rhetoric[level].keys() == sb._.rhetoric[level].keys()
+                for k, v in sa._.rhetoric[level].items():
+                    assert v == pytest.approx(sb._.rhetoric[level][k], abs=1e-5)
+
+
+def test_linker_is_not_taught_by_corpora_without_parallelism(corpus_docs):
+    """Updating the joint pipeline on simile and CMC docs only (no
+    parallelism annotation) leaves the linker's own layers unchanged, while
+    the textcat does learn from them."""
+    nlp = joint_pipeline()
+    all_refs = [d for docs in corpus_docs.values() for d in docs]
+    optimizer = nlp.initialize(lambda: examples_for(nlp, all_refs))
+    linker = nlp.get_pipe("parallelism_linker")
+    head = linker.model.get_ref("output_layer")
+    before_linker = head.get_param("W").copy()
+    before_textcat = nlp.get_pipe("rhetoric_textcat").model.to_bytes()
+    no_parallelism = examples_for(nlp, corpus_docs["simile"] + corpus_docs["cmc"])
+    losses = {}
+    nlp.update(no_parallelism, sgd=optimizer, losses=losses)
+    assert losses["parallelism_linker"] == 0.0
+    numpy.testing.assert_array_equal(head.get_param("W"), before_linker)
+    assert nlp.get_pipe("rhetoric_textcat").model.to_bytes() != before_textcat
