@@ -20,9 +20,9 @@ analysed becomes an error record; the others are analysed.
     pool (``ray.data.ActorPoolStrategy(size=num_actors)``) whose actors
     each load the pipeline once (:class:`RayAnalyzer`, a callable class for
     ``map_batches``) and return JSON records, which the driver writes as
-    they arrive (completion order). Without an address, Ray starts on this
-    machine (``ray.init(num_cpus=..., include_dashboard=False)``) and stops
-    afterwards; with one (``auto`` on a node of a cluster started with
+    they arrive (completion order). Without an address, a new Ray instance
+    starts on this machine (``ray.init(address="local", num_cpus=...,
+    include_dashboard=False)``) and stops afterwards; with one (``auto`` on a node of a cluster started with
     ``ray start``, or ``host:6379``) it joins that cluster, whose nodes need
     spacy-rhetoric and the pipeline installed (a pipeline folder must exist
     at the same absolute path on every node). Ray Client addresses
@@ -310,7 +310,8 @@ def ray_results(
             if address:
                 ray.init(address=address, **options)
             else:
-                ray.init(num_cpus=num_cpus or max(num_actors, os.cpu_count() or 1), **options)
+                # address="local": a new instance, even where `ray start` left one running
+                ray.init(address="local", num_cpus=num_cpus or max(num_actors, os.cpu_count() or 1), **options)
         except Exception as err:  # noqa: BLE001
             raise RuntimeError(f"cannot start or join Ray ({address or 'local'}): {err}") from err
         started = True
