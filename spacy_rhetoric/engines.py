@@ -35,11 +35,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -322,8 +321,9 @@ def ray_results(
         ctx.enable_auto_log_stats = False
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-run INFO lines on stderr
         logging.getLogger("ray.data._internal.progress").addFilter(_quiet_progress_notice)
-        # one block per batch, at least one per actor (so each gets work), at most 1000
-        blocks = min(len(rows), max(num_actors, math.ceil(len(rows) / batch_size)), 1000)
+        # small blocks (one document each, at most 1000 blocks): Ray Data bundles blocks into
+        # tasks of at least batch_size rows, so records come back one batch at a time
+        blocks = min(len(rows), 1000)
         dataset = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
             RayAnalyzer,
             fn_constructor_kwargs={"model": _portable_model(model), "max_length": max_length,

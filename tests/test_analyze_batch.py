@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
 from pathlib import Path
 from typing import Dict, List
 
