@@ -472,6 +472,29 @@ def benchmark_clauses_cmd(
         srsly.write_json(output, result)
 
 
+@app.command("finalize-pipeline")
+def finalize_pipeline_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="A pipeline trained with configs/zh_rhetoric_*.cfg (model-best)"),
+    output: Path = typer.Argument(..., help="The shipped pipeline folder, e.g. pipelines/zh_rhetoric"),
+    tokenizer_from: Optional[Path] = typer.Option(None, "--tokenizer-from", help="Take the pkuseg tokenizer of this pipeline"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", help="Or a spacy-pkuseg model folder (train-segmenter)"),
+    corpus: List[str] = typer.Option([], "--corpus", help="Corpora (and encoder) the meta names as sources (repeatable)"),
+    metrics: List[Path] = typer.Option([], "--metrics", help="Evaluation JSON files copied into meta['performance'] (repeatable)"),
+    version: Optional[str] = typer.Option(None, "--version"),
+) -> None:
+    """Add the pkuseg tokenizer, the meta and fp16 transformer weights to a
+    pipeline trained with one config, and save it where spacy.load and
+    spacy package find it."""
+    from wasabi import msg
+
+    from .pipeline import finalize_trained
+
+    nlp = finalize_trained(model, output, tokenizer_from=tokenizer_from, pkuseg_model=pkuseg_model,
+                           corpora=corpus, metrics=metrics, version=version)
+    size = sum(f.stat().st_size for f in output.rglob("*") if f.is_file()) / 2**20
+    msg.good(f"{output}: {', '.join(nlp.pipe_names)}; {size:.1f} MiB; license {nlp.meta['license']}")
+
+
 @app.command("assemble")
 def assemble_cmd(
     output_dir: Path = typer.Argument(..., help="Folder for the assembled pipeline (spacy.load-able, committable)"),

