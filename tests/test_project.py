@@ -17,7 +17,8 @@ def test_train_workflow_exists_and_names_commands():
     assert "train" not in commands, "one name, one meaning: `train` is the workflow"
     steps = project["workflows"]["train"]
     assert set(steps) <= commands
-    assert steps[-1] == "assemble"
+    assert steps[-1] == "finalize-zh-rhetoric"
+    assert "configs/zh_rhetoric_cpu.cfg" in " ".join(c for cmd in project["commands"] if cmd["name"] in steps for c in cmd["script"])
     assert any("spacy train" in " ".join(c["script"]) for c in project["commands"] if c["name"] in steps)
 
 
@@ -26,4 +27,4 @@ def test_spacy_project_run_train_dry_run():
                           capture_output=True, text=True, timeout=300, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Running workflow 'train'" in proc.stdout
-    assert "spacy_rhetoric assemble" in proc.stdout
+    assert "spacy_rhetoric finalize-pipeline" in proc.stdout
