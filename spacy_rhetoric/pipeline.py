@@ -319,6 +319,7 @@ def finalize_trained(
     metrics: Iterable[Union[str, Path]] = (),
     version: Optional[str] = None,
     half_transformer: bool = True,
+    config_from: Optional[Union[str, Path]] = None,
 ) -> Language:
     """Turn a pipeline trained with one config (``spacy train
     configs/zh_rhetoric_*.cfg``, gold words, character tokenizer) into the
@@ -327,6 +328,9 @@ def finalize_trained(
     (sources, licenses, ``metrics`` as ``meta["performance"]``) and, with
     ``half_transformer``, a transformer's weights stored in fp16 (half the
     size; they are cast back to fp32 when loaded). Saves to ``output_dir``.
+    ``config_from``: the project config the model was trained with; its
+    ``[paths]`` (and the transformer's ``name``) replace the ones of the
+    training run, which may name the training machine's folders.
 
     Raises ValueError without exactly one of ``tokenizer_from`` /
     ``pkuseg_model``, or when the saved files would hold an absolute path.
@@ -350,8 +354,22 @@ def finalize_trained(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     nlp.to_disk(output_dir)
+    if config_from is not None:
+        _restore_paths(output_dir / "config.cfg", Path(config_from))
     _check_portable(output_dir)
     return nlp
+
+
+def _restore_paths(saved: Path, project_config: Path) -> None:
+    """Write ``project_config``'s ``[paths]`` and transformer ``name`` into
+    the saved config (nothing else changes)."""
+    cfg = Config().from_disk(saved, interpolate=False)
+    source = Config().from_disk(project_config, interpolate=False)
+    cfg["paths"] = source["paths"]
+    trf = cfg["components"].get("transformer", {}).get("model")
+    if trf is not None and "transformer" in source["components"]:
+        trf["name"] = source["components"]["transformer"]["model"]["name"]
+    cfg.to_disk(saved)
 
 
 def _check_portable(output_dir: Path) -> None:
