@@ -95,7 +95,8 @@ def tune_thresholds(
     result: Dict[str, Any] = {}
     for name, proc in nlp.pipeline:
         if name not in targets:
-            docs = list(proc.pipe(docs))
+            # rule-based components (clause_segmenter) have no pipe()
+            docs = list(proc.pipe(docs)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
             continue
         key, scorer = targets[name]
         predictions = proc.predict(docs)
