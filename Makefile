@@ -15,13 +15,17 @@ test: install
 # The main job: analyse the 42 PSE-I test essays with the shipped pipeline
 # (or demo/sample.txt when ../shared/data is not beside the checkout).
 PIPELINE ?= pipelines/zh_rhetoric
+# the package spacy package builds from $(PIPELINE): zh_rhetoric or zh_rhetoric_trf
+META = $(PYTHON) -c "import json,sys; print(json.load(open('$(PIPELINE)/meta.json'))[sys.argv[1]])"
 DEMO_INPUT = $(if $(wildcard $(SHARED)/pse-i/splits.json),$(SHARED)/pse-i --split test,demo/sample.txt)
 
 demo: install
 	mkdir -p packages
-	$(PYTHON) -m spacy package $(PIPELINE) packages --name rhetoric --version 0.1.0 --force --build none
-	$(PYTHON) -m pip install --no-deps --no-build-isolation -q packages/zh_rhetoric-0.1.0
+	$(eval NAME := $(shell $(META) name))
+	$(eval VERSION := $(shell $(META) version))
+	$(PYTHON) -m spacy package $(PIPELINE) packages --name $(NAME) --version $(VERSION) --force --build none
+	$(PYTHON) -m pip install --no-deps --no-build-isolation -q packages/zh_$(NAME)-$(VERSION)
 	mkdir -p demo/out
-	$(PYTHON) -m spacy_rhetoric analyze $(DEMO_INPUT) --model zh_rhetoric --format jsonl --output demo/out/analysis.jsonl
-	$(PYTHON) -m spacy_rhetoric analyze $(DEMO_INPUT) --model zh_rhetoric --format html --output demo/out/report.html
+	$(PYTHON) -m spacy_rhetoric analyze $(DEMO_INPUT) --model zh_$(NAME) --format jsonl --output demo/out/analysis.jsonl
+	$(PYTHON) -m spacy_rhetoric analyze $(DEMO_INPUT) --model zh_$(NAME) --format html --output demo/out/report.html
 	@echo "wrote demo/out/analysis.jsonl ($$(wc -l < demo/out/analysis.jsonl) records) and demo/out/report.html"

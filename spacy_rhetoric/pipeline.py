@@ -351,6 +351,8 @@ def finalize_trained(
     trained_from = {name: {"source": _portable(model_dir)} for name in nlp.pipe_names}
     _set_meta(nlp, version=version, corpora=corpora, trained_from=trained_from,
               metrics=read_metrics(metrics), pkuseg=True)
+    if "transformer" in nlp.pipe_names:
+        nlp.meta["name"] = f"{PACKAGE_NAME}_trf"  # spacy package: zh_rhetoric_trf
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     nlp.to_disk(output_dir)

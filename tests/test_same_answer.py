@@ -115,3 +115,17 @@ def test_n_process_after_use_in_parent(pipeline: Path, pse_dir: Path):
     print(f"{pipeline.name}: n_process 2 vs 1: {result}")
     assert result["docs"] == 42
     assert result["max_difference"] <= TOLERANCE
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES, ids=[p.name for p in PIPELINES])
+def test_saved_and_loaded_pipeline_gives_the_same_answers(pipeline: Path, pse_dir: Path, tmp_path: Path):
+    """``to_disk`` then ``spacy.load`` keeps every span, label and score
+    (the transformer pipeline stores fp16 weights and computes in fp32)."""
+    import spacy
+
+    nlp = spacy.load(pipeline)
+    texts = essay_texts(pse_dir)[:6]
+    before = [annotations(d) for d in nlp.pipe(texts)]
+    nlp.to_disk(tmp_path / "copy")
+    after = [annotations(d) for d in spacy.load(tmp_path / "copy").pipe(texts)]
+    assert max(max_difference(a, b) for a, b in zip(before, after)) <= TOLERANCE
