@@ -23,7 +23,6 @@ hold it (counted in the statistics).
 """
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple
@@ -35,6 +34,7 @@ from .. import taxonomy as tx
 from ..annotation import COMPONENTS_KEY, LEVEL_SPAN_KEYS
 from ..errors import CorpusFormatError
 from .docbin import ANNOTATED_KEY, write_docbin
+from .jsonio import iter_jsonl_objects
 from .pse_i import read_essay
 
 SPLITS = ("train", "test")
@@ -82,15 +82,8 @@ def _check_record(path: Path, line: int, rec: object) -> dict:
 def read_records(path: Path) -> Iterator[Tuple[int, dict]]:
     """``(line number, record)`` of a JSONL file, each checked. Raises
     CorpusFormatError naming the file and line of malformed input."""
-    with Path(path).open(encoding="utf8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise CorpusFormatError(path, f"invalid JSON: {err.msg}", line=line_no) from None
-            yield line_no, _check_record(path, line_no, rec)
+    for line_no, rec in iter_jsonl_objects(path):
+        yield line_no, _check_record(path, line_no, rec)
 
 
 def _label_doc(doc: Doc, records: List[Tuple[int, dict]], path: Path, stats: Counter) -> None:
