@@ -734,12 +734,19 @@ def tune_thresholds_cmd(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="Trained pipeline folder"),
     dev: Path = typer.Argument(..., exists=True, dir_okay=False, help="Dev DocBin (never the test split)"),
     output: Path = typer.Argument(..., help="Folder for the pipeline with the chosen thresholds"),
+    per_label: bool = typer.Option(False, "--per-label", help="One textcat threshold per coarse device instead of one global threshold per component"),
+    extra_dev: List[Path] = typer.Option([], "--dev", help="With --per-label: more dev DocBins (repeatable)"),
+    min_support: int = typer.Option(10, "--min-support", help="With --per-label: tune only devices with this many dev sentences"),
 ) -> None:
     """Pick rhetoric_textcat / rhetoric_components thresholds on dev and save the pipeline."""
     from wasabi import msg
 
-    from .scorers.evaluate import tune_thresholds
+    from .scorers.evaluate import tune_label_thresholds, tune_thresholds
 
+    if per_label:
+        for label, r in tune_label_thresholds(model, [dev, *extra_dev], output, min_support=min_support).items():
+            msg.info(f"coarse/{label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev sentences)")
+        return
     for name, r in tune_thresholds(model, dev, output).items():
         msg.info(f"{name}: threshold {r['threshold']:.2f} -> dev F1 {r['score']:.4f}")
 

@@ -113,6 +113,63 @@ def tune_thresholds(
     return result
 
 
+def tune_label_thresholds(
+    model: Union[str, Path],
+    devs: Sequence[Path],
+    output: Path,
+    *,
+    min_support: int = 10,
+    grid: Sequence[float] = THRESHOLD_GRID,
+) -> Dict[str, Any]:
+    """Choose one ``rhetoric_textcat`` threshold per coarse device on the dev
+    sets ``devs`` (each device's own F1 on the sentences that annotate it),
+    keeping the global threshold for the others, and save the pipeline with
+    them (``cfg["thresholds"]``) to ``output``.
+
+    Only devices with at least ``min_support`` gold sentences in the dev
+    sets are tuned: a threshold chosen on a handful of sentences would fit
+    noise. The textcat predicts once; only the decoding is repeated. Returns
+    ``{label: {"threshold", "f", "support", "grid"}}``. Raises ValueError if
+    the pipeline has no ``rhetoric_textcat``.
+    """
+    from ..annotation import gold_sentence_labels, sentence_spans
+
+    nlp = load_pipeline(model)
+    if "rhetoric_textcat" not in nlp.pipe_names:
+        raise ValueError(f"{model} has no rhetoric_textcat")
+    refs = [ref for dev in devs for ref in read_references(Path(dev), nlp)]
+    docs = [gold_word_example(nlp, ref, True).predicted for ref in refs]
+    support: Dict[str, int] = {}
+    for ref in refs:
+        for sent in sentence_spans(ref):
+            for key in gold_sentence_labels(ref, sent):
+                support[key] = support.get(key, 0) + 1
+    textcat = nlp.get_pipe("rhetoric_textcat")
+    for name, proc in nlp.pipeline:
+        if name == "rhetoric_textcat":
+            break
+        docs = list(proc.pipe(docs)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
+    predictions = textcat.predict(docs)
+    thresholds = dict(textcat.cfg.get("thresholds") or {})
+    result: Dict[str, Any] = {}
+    for key in [k for k in textcat.labels if k.startswith("coarse/") and not k.endswith("/literal")]:
+        label = key.split("/", 1)[1]
+        if support.get(key, 0) < min_support:
+            continue
+        curve = {}
+        for t in grid:
+            textcat.cfg["thresholds"] = {**thresholds, key: float(t)}
+            textcat.set_annotations(docs, predictions)
+            per_type = score_rhetoric_classification([Example(d, r) for d, r in zip(docs, refs)])["rhetoric_coarse_per_type"]
+            curve[float(t)] = (per_type.get(label) or {}).get("f") or 0.0
+        best = max(curve, key=lambda t: (curve[t], -abs(t - 0.5)))
+        thresholds[key] = best
+        result[label] = {"threshold": best, "f": curve[best], "support": support[key], "grid": curve}
+    textcat.cfg["thresholds"] = thresholds
+    nlp.to_disk(output)
+    return result
+
+
 def summary_rows(scores: Dict[str, Any]) -> List[tuple]:
     """``(name, P, R, F1)`` rows of the headline scores present in ``scores``."""
     rows = []
