@@ -3,8 +3,21 @@ SHARED ?= ../shared/data
 
 .PHONY: install test demo
 
+# The serve extra (FastAPI, uvicorn) and selenium come with the install. The
+# browser tests of `rhetoric serve` also need Chromium, its driver and a CJK
+# font: tried with apt-get only where apt-get exists and we are root; when that
+# is impossible or fails, the build goes on and those tests skip, saying why.
+BROWSER_PACKAGES = chromium chromium-driver fonts-wqy-microhei
+
 install:
-	$(PYTHON) -m pip install -e ".[test,ray]"
+	$(PYTHON) -m pip install -e ".[test,ray,serve]"
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing $(BROWSER_PACKAGES) for the browser tests (apt-get)"; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(BROWSER_PACKAGES) >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(BROWSER_PACKAGES) >/dev/null 2>&1; }; } || \
+	  echo "could not install $(BROWSER_PACKAGES); the browser tests will skip"; \
+	else echo "no Chromium and no root apt-get: the browser tests will skip (apt-get install $(BROWSER_PACKAGES))"; fi
 
 # pytest exits 5 when it collects no test; that is not a pass, but not a
 # crash of the suite either, so it is reported and turned into a failure.

@@ -74,18 +74,12 @@ from .analysis_io import (  # noqa: F401  re-exported: the analyze API predates 
     read_text_file,
 )
 from .annotation import COMPONENTS_KEY, sentence_spans
+from .serve.render import COMPONENT_COLOURS, GROUP_COLOURS  # noqa: F401  the report's colours (shared with the page)
 from .spangroups import PARALLELISM_KEY, parallelisms
 from .taxonomy import LEVELS, LITERAL
 
 SCHEMA = "spacy-rhetoric/analysis/v1"
 ENGINES = ("local", "ray")
-#: Distinct colours for the branches of different parallelisms (cycled).
-GROUP_COLOURS = ("#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec", "#f2f2f2")
-COMPONENT_COLOURS = {
-    "comparator": "#fdd49e", "tenor": "#a6cee3", "vehicle": "#b2df8a",
-    "personification_object": "#cab2d6", "personification_content": "#fb9a99",
-    "hyperbole_object": "#ffff99", "hyperbole_content": "#fdbf6f", "parallelism_marker": "#d9d9d9",
-}
 
 
 # --- records ------------------------------------------------------------------
@@ -222,103 +216,83 @@ def single_torch_thread() -> Iterator[None]:
 
 
 # --- HTML -------------------------------------------------------------------
-
-
-def _render_copy(doc: Doc, spans: List[Tuple[int, int, str]]) -> Doc:
-    """A copy of ``doc`` whose ``spans["render"]`` holds ``spans`` (token
-    offsets and display labels), so relabelling never touches the analysis."""
-    copy = doc.copy()
-    copy.spans["render"] = [Span(copy, s, e, label=label) for s, e, label in spans]
-    return copy
-
-
-def render_spans(doc: Doc, spans: List[Tuple[int, int, str]], colours: Dict[str, str]) -> str:
-    """displaCy span rendering (HTML fragment) of ``spans`` over ``doc``."""
-    from spacy import displacy
-
-    if not spans:
-        return '<p class="none">none found</p>'
-    copy = _render_copy(doc, spans)
-    return displacy.render(copy, style="span", options={"spans_key": "render", "colors": colours})
+#
+# The report shares its rendering with the page of ``rhetoric serve``
+# (spacy_rhetoric/serve/render.py: HTML from the JSON record, CSS and the
+# sentence panel's JS in spacy_rhetoric/serve/static), so both show an essay
+# as written: no space added between words, paragraphs kept.
 
 
 def doc_sections(doc: Doc) -> Dict[str, str]:
-    """The three renderings of a Doc: sentence devices (``rhetoric``),
-    components and parallelisms (each parallelism's branches in one colour,
-    labelled ``排比 k``)."""
-    sent_spans = [
-        (s.start, s.end, s.label_ if score is None else f"{s.label_} {score:.2f}")
-        for s, score in zip(doc.spans.get("rhetoric", []), _scores(doc, "rhetoric"))
-    ]
-    comp_spans = [(s.start, s.end, s.label_) for s in doc.spans.get(COMPONENTS_KEY, [])]
-    par_spans, par_colours = [], {}
-    for i, branches in enumerate(parallelisms(doc), start=1):
-        label = f"排比 {i}"
-        par_colours[label] = GROUP_COLOURS[(i - 1) % len(GROUP_COLOURS)]
-        par_spans.extend((b.start, b.end, label) for b in branches)
-    return {
-        "rhetoric": render_spans(doc, sent_spans, {}),
-        "rhetoric_components": render_spans(doc, comp_spans, COMPONENT_COLOURS),
-        "parallelism": render_spans(doc, par_spans, par_colours),
-    }
+    """The rendering of a Doc (``{"essay": html}``): the marked essay of its
+    record, as the report and the page of ``rhetoric serve`` show it."""
+    from .serve.render import render_essay
+
+    return {"essay": render_essay(doc_to_record(doc, ""))}
 
 
 HTML_TEMPLATE = """<!DOCTYPE html>
 <html lang="zh"><head><meta charset="utf-8"><title>{{ title }}</title>
 <style>
-body { font-family: sans-serif; margin: 2em; max-width: 70em; }
-table { border-collapse: collapse; margin-bottom: 2em; }
-td, th { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
-td:first-child, th:first-child { text-align: left; }
+body { font-family: "WenQuanYi Micro Hei", "Noto Sans CJK SC", "Microsoft YaHei", sans-serif; margin: 2em; max-width: 90em; }
+table.report { border-collapse: collapse; margin-bottom: 2em; }
+table.report td, table.report th { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
+table.report td:first-child, table.report th:first-child { text-align: left; }
 h2 { border-top: 2px solid #444; padding-top: 0.5em; }
-p.none { color: #888; }
+{{ css|safe }}
 </style></head><body>
 <h1>{{ title }}</h1>
-<p>{{ records|length }} document(s), model {{ model.name }} {{ model.version }}, schema {{ schema }}.{% if failures %} {{ failures|length }} document(s) failed.{% endif %}</p>
+<p>{{ records|length }} document(s), model {{ model.name }} {{ model.version }}, schema {{ schema }}.{% if failures %} {{ failures|length }} document(s) failed.{% endif %}
+Hover over or click a sentence for its form, content and scores.</p>
 {% if failures %}<h2 id="failed">Failed documents</h2>
-<table class="failed">
+<table class="report failed">
 <tr><th>document</th><th>path</th><th>error</th><th>message</th></tr>
 {% for f in failures %}<tr><td>{{ f.id }}</td><td>{{ f.path or "-" }}</td><td>{{ f.error.type }}</td><td>{{ f.error.message }}</td></tr>
 {% endfor %}
 </table>{% endif %}
-<table>
+<table class="report summary">
 <tr><th>document</th><th>sentences</th>{% for c in coarse %}<th>{{ c }}</th>{% endfor %}<th>components</th><th>parallelisms</th><th>branches</th></tr>
 {% for r in records %}<tr><td><a href="#doc-{{ loop.index }}">{{ r.id }}</a></td><td>{{ r.summary.sentences }}</td>
 {% for c in coarse %}<td>{{ r.summary.coarse.get(c, 0) }}</td>{% endfor %}
 <td>{{ r.summary.components.values()|sum }}</td><td>{{ r.summary.parallelisms }}</td><td>{{ r.summary.branches }}</td></tr>
 {% endfor %}
 </table>
-{% for r, s in sections %}
+{% for r, html in documents %}
 <h2 id="doc-{{ loop.index }}">{{ r.id }}</h2>
-<p>{{ r.summary.sentences }} sentences, {{ r.summary.clauses }} clauses;
-form: {{ r.summary.form or "-" }}; content: {{ r.summary.content or "-" }}; components: {{ r.summary.components or "-" }}</p>
-<h3>Sentence devices (rhetoric)</h3>{{ s.rhetoric|safe }}
-<h3>Components (rhetoric_components)</h3>{{ s.rhetoric_components|safe }}
-<h3>Parallelisms (parallelism)</h3>{{ s.parallelism|safe }}
+{{ html|safe }}
 {% endfor %}
+<aside id="rh-panel" class="rh-panel" hidden></aside>
+<script>{{ js|safe }}</script>
+<script>RhetoricView.bind(document.body, document.getElementById("rh-panel"), {});</script>
 </body></html>
 """
 
 
 def render_html(
     records: List[Dict[str, Any]],
-    sections: List[Dict[str, str]],
-    model: Dict[str, str],
+    sections: Optional[List[Dict[str, str]]] = None,
+    model: Optional[Dict[str, str]] = None,
     title: str = "Rhetorical devices",
     failures: Sequence[Dict[str, Any]] = (),
 ) -> str:
     """The report page: the error records of failed documents (if any), a
-    per-document summary table, then each document's three displaCy
-    renderings."""
+    per-document summary table, then each document as the page of
+    ``rhetoric serve`` shows it (summary, legend and the marked essay,
+    rendered from the record by :func:`spacy_rhetoric.serve.render.render_record`).
+    ``sections`` is accepted for compatibility and not used: everything is
+    rendered from the records."""
     import jinja2
 
+    from .serve.render import render_record, static_text
     from .taxonomy import LEVEL_LABELS
 
     env = jinja2.Environment(autoescape=True)
     coarse = [c for c in LEVEL_LABELS["coarse"] if c != LITERAL]
+    js = static_text("rhetoric.js").replace("</", "<\\/")
     return env.from_string(HTML_TEMPLATE).render(
-        title=title, records=records, sections=list(zip(records, sections)), model=model, schema=SCHEMA, coarse=coarse,
-        failures=list(failures),
+        title=title, records=records, documents=[(r, render_record(r)) for r in records],
+        model=model or {"name": "", "version": ""}, schema=SCHEMA, coarse=coarse, failures=list(failures),
+        css=static_text("rhetoric.css"), js=js,
     )
 
 

@@ -572,6 +572,33 @@ def analyze_cmd(
         raise typer.Exit(1)
 
 
+@app.command("serve")
+def serve_cmd(
+    model: str = typer.Option(..., "--model", "-m", help="Installed pipeline name or pipeline folder (loaded once)"),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default: this machine only)"),
+    port: int = typer.Option(8080, "--port", min=0, max=65535, help="Port (0: any free port, printed at start)"),
+    generator_config: Optional[Path] = typer.Option(None, "--generator-config", exists=True, dir_okay=False, help="Config with [components.rhetoric_generator] naming an LLM backend; enables POST /suggest"),
+    max_chars: int = typer.Option(100_000, "--max-chars", min=1, help="Most characters one request may carry (413 above)"),
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level (debug, info, warning, error)"),
+) -> None:
+    """Serve the page for teachers (GET /) and the REST API (GET /health, POST /analyze, /render, /suggest).
+
+    Needs the serve extra: pip install 'spacy-rhetoric[serve]'. See
+    spacy_rhetoric/serve/app.py for the endpoints and the worker model.
+    """
+    try:
+        from .serve.app import run
+    except ImportError as err:
+        typer.echo(f"error: {err}; install the serve extra: pip install 'spacy-rhetoric[serve]'", err=True)
+        raise typer.Exit(1)
+    try:
+        run(model, host=host, port=port, generator_config=generator_config, max_chars=max_chars,
+            log_level=log_level.lower(), echo=lambda line: typer.echo(line, err=True))
+    except (ValueError, OSError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1)
+
+
 @benchmark_app.command("pipeline")
 def benchmark_pipeline_cmd(
     model: List[str] = typer.Option(["zh_rhetoric"], "--model", "-m", help="Installed pipeline name or pipeline folder (repeatable: timed side by side, in turn)"),

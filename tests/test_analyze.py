@@ -2,6 +2,7 @@
 with the small assembled pipeline of ``tests/tiny_pipeline.py``."""
 from __future__ import annotations
 
+import html
 import io
 import json
 import re
@@ -107,7 +108,16 @@ def test_html_report(model, test_essays, tmp_path):
     assert page.startswith("<!DOCTYPE html>") and page.count("<h2 id=\"doc-") == 2
     for path in test_essays[:2]:
         assert f'<a href="#doc-' in page and f">{path.stem}</a>" in page  # summary table row
-    assert page.count("spans") > 0 and "Parallelisms (parallelism)" in page
+    # each essay as the page of `rhetoric serve` shows it: the text as written (no
+    # space added between words, as displaCy did), sentences, branches, components marked
+    assert page.count('<div class="rh-essay"') == 2 and 'id="rh-panel"' in page and "RhetoricView.bind" in page
+    for path in test_essays[:2]:
+        text = read_pse_essay(path)
+        fragment = page[page.index(f'data-doc-id="{path.stem}"'):]
+        fragment = fragment[fragment.index('<div class="rh-essay"'):]
+        fragment = fragment[:fragment.index("</div>")]
+        assert html.unescape(re.sub(r"<[^>]+>", "", fragment)) == text
+    assert "data-rhetoric=" in page and "data-parallelism=" in page
 
 
 def test_branches_of_one_parallelism_share_a_colour(pse_dir):
@@ -115,9 +125,9 @@ def test_branches_of_one_parallelism_share_a_colour(pse_dir):
     docs = [d for d in read_essay(pse_dir / "xml" / "12.xml", spacy.blank("zh").vocab)]
     docs += [d for name in read_splits(pse_dir)["test"] for d in read_essay(pse_dir / "xml" / name, spacy.blank("zh").vocab)]
     doc = next(d for d in docs if len([k for k in d.spans if re.fullmatch(r"parallelism_\d+", k)]) >= 2)
-    fragment = doc_sections(doc)["parallelism"]
+    fragment = doc_sections(doc)["essay"]
     colours = {}
-    for colour, label in re.findall(r"background: (#[0-9a-f]{6})[^>]*>\s*(排比 \d+)", fragment):
+    for label, colour in re.findall(r'data-parallelism="(\d+)"[^>]*?style="--rh-group: (#[0-9a-f]{6})"', fragment):
         colours.setdefault(label, set()).add(colour)
     assert len(colours) >= 2
     assert all(len(c) == 1 for c in colours.values())
