@@ -62,8 +62,10 @@ _LEVEL_OF = {"sent": 0, "branch": 1, "comp": 2}
 
 def label_zh(label: str, level: str = "coarse") -> str:
     """The Chinese name of a label (the label itself when it has none)."""
+    if label == LITERAL:
+        return "字面"
     if level == "coarse":
-        return "字面" if label == LITERAL else COARSE_ZH.get(label, label)
+        return COARSE_ZH.get(label, label)
     if level == "form":
         return FORM.get(label, (None, label))[1]
     if level == "content":
