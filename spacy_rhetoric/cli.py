@@ -583,7 +583,7 @@ def serve_cmd(
 ) -> None:
     """Serve the page for teachers (GET /) and the REST API (GET /health, POST /analyze, /render, /suggest).
 
-    Needs the serve extra: pip install 'spacy-rhetoric[serve]'. See
+    Needs FastAPI and uvicorn (the serve extra of spacy-rhetoric). See
     spacy_rhetoric/serve/app.py for the endpoints and the worker model.
     """
     try:
