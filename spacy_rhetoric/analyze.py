@@ -73,7 +73,7 @@ from .analysis_io import (  # noqa: F401  re-exported: the analyze API predates 
     read_pse_essay,
     read_text_file,
 )
-from .annotation import COMPONENTS_KEY, sentence_spans
+from .annotation import COMPONENTS_KEY, clip_to_paragraph, sentence_spans
 from .serve.render import COMPONENT_COLOURS, GROUP_COLOURS  # noqa: F401  the report's colours (shared with the page)
 from .spangroups import PARALLELISM_KEY, parallelisms
 from .taxonomy import LEVELS, LITERAL
@@ -107,10 +107,14 @@ def doc_to_record(
     """The ``spacy-rhetoric/analysis/v1`` record of an analysed Doc."""
     sentences = []
     for sent in sentence_spans(doc):
-        if not sent.text.strip():
+        # a sentence's offsets leave out whitespace at its edges, as its
+        # span in doc.spans["rhetoric"] does
+        clipped = clip_to_paragraph(doc, sent.start, sent.end)
+        if clipped is None:
             continue
         labels = _rhetoric_of(sent)
-        sentences.append({"start": sent.start_char, "end": sent.end_char, "text": sent.text, **labels})
+        span = doc[clipped[0]:clipped[1]]
+        sentences.append({"start": span.start_char, "end": span.end_char, "text": span.text, **labels})
     # a span of whitespace only carries no device (the documented empty result)
     components = [
         {"label": s.label_, "start": s.start_char, "end": s.end_char, "text": s.text, "score": score}

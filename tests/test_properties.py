@@ -55,7 +55,7 @@ def check_doc(doc) -> None:
         scores = group.attrs.get("scores")
         if scores is not None:
             assert all(0.0 <= float(s) <= 1.0 and not math.isnan(float(s)) for s in scores), key
-        if key in ("rhetoric_components", "parallelism"):
+        if key in ("rhetoric_components", "parallelism", "rhetoric", "rhetoric_form", "rhetoric_content"):
             for span in group:
                 assert span.text.strip() == span.text and span.text, (key, span.text)
     for branches in spacy_rhetoric.parallelisms(doc):
@@ -99,7 +99,7 @@ def test_real_essays_spans_stay_in_their_paragraph(pipeline: Path, pse_dir: Path
     n_branches = 0
     for doc in load(pipeline).pipe(texts):
         check_doc(doc)
-        for key in ("parallelism", "rhetoric_components"):
+        for key in ("parallelism", "rhetoric_components", "rhetoric", "rhetoric_form", "rhetoric_content"):
             for span in doc.spans.get(key, []):
                 assert "\n" not in span.text, (key, span.text)
                 n_branches += key == "parallelism"

@@ -31,6 +31,7 @@ from ..annotation import (
     DISJUNCTIONS_KEY,
     LEVEL_SPAN_KEYS,
     annotated_labels,
+    clip_to_paragraph,
     gold_sentence_labels,
     mark_one_sentence,
     sentence_spans,
@@ -262,10 +263,15 @@ class RhetoricTextCategorizer(TrainablePipe):
                 if self.merge and sent._.rhetoric:
                     decoded = merge_decisions(sent._.rhetoric, decoded)
                 sent._.rhetoric = decoded
+                # the sentence span leaves out whitespace at its edges (a
+                # line break that ends a paragraph belongs to no device)
+                clipped = clip_to_paragraph(doc, sent.start, sent.end)
+                if clipped is None:
+                    continue
                 for level, accepted in decoded.items():
                     for label, score in accepted.items():
                         if label != LITERAL:
-                            groups[level][0].append(Span(doc, sent.start, sent.end, label=label))
+                            groups[level][0].append(Span(doc, *clipped, label=label))
                             groups[level][1].append(score)
             offset += int(n)
             for level, (spans, span_scores) in groups.items():
