@@ -195,3 +195,21 @@ def test_component_scorer_reads_the_spans_key_it_is_given():
     assert scores["spans_comp_f"] == 1.0
     pred.spans["comp"] = [pred.spans["comp"][0]]
     assert score_rhetoric_components([Example(pred, ref)], spans_key="comp")["rhetoric_components_r"] == 0.5
+
+
+def test_macro_with_zero_division_one_matches_sklearn():
+    """CERD's code averages with scikit-learn's zero_division=1.0: a label
+    never predicted has P 1.0 (not 0.0)."""
+    from sklearn.metrics import precision_recall_fscore_support
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    pairs = [({"metaphor"}, {"metaphor"}), ({"hyperbole"}, {"literal"}), ({"literal"}, {"literal"}),
+             ({"metaphor", "parallelism"}, {"metaphor"})]
+    s = set_scores(pairs, "x")
+    labels = sorted({lab for g, p in pairs for lab in g | p})
+    mlb = MultiLabelBinarizer(classes=labels)
+    gold = mlb.fit_transform([g for g, _ in pairs])
+    pred = mlb.transform([p for _, p in pairs])
+    p, r, f, _ = precision_recall_fscore_support(gold, pred, average="macro", zero_division=1.0)
+    assert s["x_macro_zd1"] == pytest.approx({"p": p, "r": r, "f": f})
+    assert s["x_macro_p"] < s["x_macro_zd1"]["p"]

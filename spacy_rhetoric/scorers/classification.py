@@ -40,14 +40,28 @@ def prf(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
     return p, r, f
 
 
+def prf_zero_division_one(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
+    """P, R, F1 with scikit-learn's ``zero_division=1.0``, the convention of
+    CERD's released evaluation code: an undefined P or R is 1.0, and F1 is
+    1.0 only when the label occurs neither in gold nor in predictions."""
+    p = tp / (tp + fp) if tp + fp else 1.0
+    r = tp / (tp + fn) if tp + fn else 1.0
+    if tp + fp + fn == 0:
+        return 1.0, 1.0, 1.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
 def set_scores(pairs: List[Tuple[Set[str], Set[str]]], prefix: str) -> Dict[str, Any]:
     """EM, micro and macro P/R/F1 and per-label scores of multi-label sets.
 
     pairs: one ``(gold labels, predicted labels)`` per instance.
     Returns keys ``{prefix}_em``, ``_micro_p/r/f``, ``_macro_p/r/f``,
-    ``_per_type`` (label -> {"p", "r", "f"}); all ``None`` without instances.
+    ``_per_type`` (label -> {"p", "r", "f"}), with undefined P/R counted as
+    0.0, and ``_macro_zd1`` ({"p", "r", "f"}): the macro averages with
+    ``zero_division=1.0`` (:func:`prf_zero_division_one`); all ``None``
+    without instances.
     """
-    keys = ["em", "micro_p", "micro_r", "micro_f", "macro_p", "macro_r", "macro_f", "per_type"]
+    keys = ["em", "micro_p", "micro_r", "micro_f", "macro_p", "macro_r", "macro_f", "per_type", "macro_zd1"]
     if not pairs:
         return {f"{prefix}_{k}": None for k in keys}
     tp, fp, fn = Counter(), Counter(), Counter()
@@ -67,6 +81,8 @@ def set_scores(pairs: List[Tuple[Set[str], Set[str]]], prefix: str) -> Dict[str,
         per_type[lab] = {"p": p, "r": r, "f": f}
     n = len(per_type)
     macro = tuple(sum(s[m] for s in per_type.values()) / n if n else 0.0 for m in "prf")
+    zd1 = [prf_zero_division_one(tp[lab], fp[lab], fn[lab]) for lab in per_type]
+    macro_zd1 = {m: (sum(v[i] for v in zd1) / n if n else 1.0) for i, m in enumerate("prf")}
     return {
         f"{prefix}_em": exact / len(pairs),
         f"{prefix}_micro_p": micro[0],
@@ -76,6 +92,7 @@ def set_scores(pairs: List[Tuple[Set[str], Set[str]]], prefix: str) -> Dict[str,
         f"{prefix}_macro_r": macro[1],
         f"{prefix}_macro_f": macro[2],
         f"{prefix}_per_type": per_type,
+        f"{prefix}_macro_zd1": macro_zd1,
     }
 
 

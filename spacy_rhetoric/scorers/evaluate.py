@@ -182,6 +182,9 @@ def summary_rows(scores: Dict[str, Any]) -> List[tuple]:
         pre = f"rhetoric_{level}"
         add(f"{level} micro", scores.get(f"{pre}_micro_p"), scores.get(f"{pre}_micro_r"), scores.get(f"{pre}_micro_f"))
         add(f"{level} macro", scores.get(f"{pre}_macro_p"), scores.get(f"{pre}_macro_r"), scores.get(f"{pre}_macro_f"))
+        zd1 = scores.get(f"{pre}_macro_zd1")
+        if zd1:
+            add(f"{level} macro, zero_division=1", zd1["p"], zd1["r"], zd1["f"])
         for label, v in (scores.get(f"{pre}_per_type") or {}).items():
             add(f"{level}/{label}", v["p"], v["r"], v["f"])
         if scores.get(f"{pre}_em") is not None:
