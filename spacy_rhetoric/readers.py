@@ -86,13 +86,17 @@ def create_corpora_reader(
     exclude = list(exclude or ())
     files = [_docbin_files(p) for p in (paths.values() if isinstance(paths, dict) else paths)]
 
+    excluded: List[set] = []  # read once: spaCy calls the reader every epoch
+
     def read(nlp: Language) -> Iterator[Example]:
         examples: List[Example] = []
-        seen: set = {
-            tuple(doc.user_data.get(k) for k in skip_seen)
-            for path in exclude for f in _docbin_files(path)
-            for doc in DocBin().from_disk(f).get_docs(nlp.vocab)
-        } if skip_seen else set()
+        if skip_seen and not excluded:
+            excluded.append({
+                tuple(doc.user_data.get(k) for k in skip_seen)
+                for path in exclude for f in _docbin_files(path)
+                for doc in DocBin().from_disk(f).get_docs(nlp.vocab)
+            })
+        seen: set = set(excluded[0]) if excluded else set()
         for group in files:
             n, read_here = 0, set()
             for f in group:

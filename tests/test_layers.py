@@ -10,17 +10,24 @@ from spacy_rhetoric.architectures import build_cnn_bilstm_encoder
 from spacy_rhetoric.ml.lstm import PackedBiLSTM, PackedPyTorchLSTM
 
 
-def _inputs(n_in: int):
-    rng = numpy.random.default_rng(0)
-    return [rng.normal(size=(n, n_in)).astype("float32") for n in (3, 11, 1, 7)]
-
-
-@pytest.mark.parametrize("make", [lambda: PackedBiLSTM(8, 6), lambda: PackedPyTorchLSTM(8, 6, bi=True, depth=2)])
-def test_output_does_not_depend_on_the_batch(make):
+def _initialized(make, n_in: int = 6):
+    """A freshly built, initialised layer and four sequences of different
+    lengths, List[Floats2d] (n_i, n_in)."""
     fix_random_seed(0)
     model = make()
-    Xs = _inputs(6)
+    rng = numpy.random.default_rng(0)
+    Xs = [rng.normal(size=(n, n_in)).astype("float32") for n in (3, 11, 1, 7)]
     model.initialize(X=Xs[:1])
+    return model, Xs
+
+
+ENCODER = lambda: build_cnn_bilstm_encoder(width=8, cnn_depth=1, window_size=1, maxout_pieces=2, lstm_depth=1, dropout=0.0)  # noqa: E731
+
+
+@pytest.mark.parametrize("make,n_in", [(lambda: PackedBiLSTM(8, 6), 6), (lambda: PackedPyTorchLSTM(8, 6, bi=True, depth=2), 6),
+                                       (ENCODER, 8)], ids=["PackedBiLSTM", "PackedPyTorchLSTM", "CNNBiLSTMEncoder"])
+def test_output_does_not_depend_on_the_batch(make, n_in):
+    model, Xs = _initialized(make, n_in)
     batched = model.predict(Xs)
     for X, Y in zip(Xs, batched):
         numpy.testing.assert_allclose(model.predict([X])[0], Y, atol=1e-6)
@@ -28,10 +35,7 @@ def test_output_does_not_depend_on_the_batch(make):
 
 @pytest.mark.parametrize("make", [lambda: PackedBiLSTM(8, 6), lambda: PackedPyTorchLSTM(8, 6)])
 def test_copy_runs_its_own_weights(make):
-    fix_random_seed(0)
-    model = make()
-    Xs = _inputs(6)
-    model.initialize(X=Xs[:1])
+    model, Xs = _initialized(make)
     before = model.predict(Xs)
     copy = model.copy()
     numpy.testing.assert_allclose(copy.predict(Xs)[1], before[1], atol=1e-6)
@@ -42,13 +46,3 @@ def test_copy_runs_its_own_weights(make):
     numpy.testing.assert_allclose(model.predict(Xs)[1], before[1], atol=1e-6)
     restored = make().from_bytes(model.to_bytes())
     numpy.testing.assert_allclose(restored.predict(Xs)[1], before[1], atol=1e-6)
-
-
-def test_encoder_is_batch_independent_with_the_cnn():
-    fix_random_seed(0)
-    encoder = build_cnn_bilstm_encoder(width=8, cnn_depth=1, window_size=1, maxout_pieces=2, lstm_depth=1, dropout=0.0)
-    Xs = _inputs(8)
-    encoder.initialize(X=Xs[:1])
-    batched = encoder.predict(Xs)
-    for X, Y in zip(Xs, batched):
-        numpy.testing.assert_allclose(encoder.predict([X])[0], Y, atol=1e-6)

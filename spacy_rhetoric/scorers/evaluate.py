@@ -33,6 +33,14 @@ def load_pipeline(model: Union[str, Path]) -> Language:
     return spacy.load(model)
 
 
+def apply_component(proc: Any, docs: List[Doc], batch_size: Optional[int] = None) -> List[Doc]:
+    """Run one pipeline component over ``docs``; rule-based components
+    without ``pipe`` (``clause_segmenter``) are called doc by doc."""
+    if hasattr(proc, "pipe"):
+        return list(proc.pipe(docs) if batch_size is None else proc.pipe(docs, batch_size=batch_size))
+    return [proc(d) for d in docs]
+
+
 def read_references(data: Path, nlp: Language, limit: int = 0) -> List[Doc]:
     """Non-empty reference docs of a DocBin (at most ``limit`` if > 0).
     Raises ValueError naming the file when it has no docs."""
@@ -95,8 +103,7 @@ def tune_thresholds(
     result: Dict[str, Any] = {}
     for name, proc in nlp.pipeline:
         if name not in targets:
-            # rule-based components (clause_segmenter) have no pipe()
-            docs = list(proc.pipe(docs)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
+            docs = apply_component(proc, docs)
             continue
         key, scorer = targets[name]
         predictions = proc.predict(docs)
@@ -148,7 +155,7 @@ def tune_label_thresholds(
     for name, proc in nlp.pipeline:
         if name == "rhetoric_textcat":
             break
-        docs = list(proc.pipe(docs)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
+        docs = apply_component(proc, docs)
     predictions = textcat.predict(docs)
     thresholds = dict(textcat.cfg.get("thresholds") or {})
     result: Dict[str, Any] = {}
@@ -234,14 +241,9 @@ def benchmark_pipeline(
     total = total_cpu = 0.0
     with threadpool_limits(limits=1):
         for name, proc in nlp.pipeline:
-            def run(batch: List[Doc], proc=proc) -> List[Doc]:
-                if hasattr(proc, "pipe"):
-                    return list(proc.pipe(batch, batch_size=batch_size))
-                return [proc(d) for d in batch]
-
-            run([d.copy() for d in docs[:batch_size]])  # warm-up, not timed
+            apply_component(proc, [d.copy() for d in docs[:batch_size]], batch_size)  # warm-up, not timed
             start, cpu_start = time.perf_counter(), time.process_time()
-            docs = run(docs)
+            docs = apply_component(proc, docs, batch_size)
             seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
             total += seconds
             total_cpu += cpu
