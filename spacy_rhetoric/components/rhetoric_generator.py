@@ -34,8 +34,10 @@ from spacy.tokens import Doc, Span
 from spacy.util import ensure_path, minibatch, registry
 
 from ..llm.base import Completion, LLMBackend
-from ..llm.prompts import RG_DEVICES, parse_generation, rg_messages
-from ..llm.records import split_sentences
+from ..llm.completion import STOP as COMPLETION_STOP
+from ..llm.completion import parse_completion, render_rg_completion, select_shots
+from ..llm.prompts import RG_DEVICES, ParsedAnswer, parse_generation, rg_messages
+from ..llm.records import RGRecord, read_jsonl, split_sentences
 from ..taxonomy import LITERAL, OBJECT_COMPONENT
 
 logger = logging.getLogger(__name__)
@@ -43,6 +45,7 @@ logger = logging.getLogger(__name__)
 #: ``scorer(candidates, *, context, rhetoric, object, logprobs) -> scores``
 Reranker = Callable[..., List[float]]
 POLICIES = ("none", "literal", "all")
+PROMPT_STYLES = ("instruction", "completion")
 OBJECT_POS = ("NOUN", "PROPN")
 
 if not Doc.has_extension("rhetoric_suggestions"):
@@ -130,6 +133,9 @@ def make_logprob_reranker(length_normalize: bool = True) -> Reranker:
         "language": "zh",
         "rewrite": True,
         "max_sentence_chars": 300,
+        "prompt_style": "instruction",
+        "shots_path": None,
+        "n_shots": 4,
     },
 )
 def make_rhetoric_generator(
@@ -146,6 +152,9 @@ def make_rhetoric_generator(
     language: str,
     rewrite: bool,
     max_sentence_chars: int,
+    prompt_style: str,
+    shots_path: Optional[str],
+    n_shots: int,
 ) -> "RhetoricGenerator":
     """Factory of :class:`RhetoricGenerator` (see there for the settings)."""
     return RhetoricGenerator(
@@ -162,6 +171,9 @@ def make_rhetoric_generator(
         language=language,
         rewrite=rewrite,
         max_sentence_chars=max_sentence_chars,
+        prompt_style=prompt_style,
+        shots_path=shots_path,
+        n_shots=n_shots,
     )
 
 
@@ -186,8 +198,19 @@ class RhetoricGenerator:
     max_sentence_chars: longer target sentences are skipped (reason given);
         longer context sentences keep their last ``max_sentence_chars``
         characters, so the prompt stays bounded.
+    prompt_style: ``"instruction"`` (CERD's RG prompt with a JSON answer,
+        through ``backend.chat``; instruction-tuned models) or
+        ``"completion"`` (few-shot completion through ``backend.complete``,
+        for base LMs such as Gemma 3 270M; see
+        :mod:`spacy_rhetoric.llm.completion`; ``language`` and ``rewrite``
+        do not apply).
+    shots_path: RG records (JSONL, ``rhetoric rg-records``) to draw the
+        completion shots from; None = the project's own examples.
+    n_shots: shots per prompt (completion style). The shots are chosen once
+        per device with a fixed seed and saved with the component.
 
-    Raises ``ValueError`` for an unknown policy, device or language.
+    Raises ``ValueError`` for an unknown policy, device, language or prompt
+    style, or a completion style with a backend that has no ``complete``.
     """
 
     def __init__(
@@ -206,7 +229,14 @@ class RhetoricGenerator:
         language: str = "zh",
         rewrite: bool = True,
         max_sentence_chars: int = 300,
+        prompt_style: str = "instruction",
+        shots_path: Optional[str] = None,
+        n_shots: int = 4,
     ) -> None:
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, got {prompt_style!r}")
+        if prompt_style == "completion" and not callable(getattr(backend, "complete", None)):
+            raise ValueError(f"{type(backend).__name__} has no complete(): the completion prompt style needs a backend that continues plain text (spacy_rhetoric.Transformers.v1)")
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
         bad = [r for r in rhetorics if r not in RG_DEVICES]
@@ -230,6 +260,8 @@ class RhetoricGenerator:
             "language": language,
             "rewrite": bool(rewrite),
             "max_sentence_chars": int(max_sentence_chars),
+            "prompt_style": prompt_style,
+            "shots": _choose_shots(shots_path, n_shots) if prompt_style == "completion" else {},
         }
 
     # -- plain Python API ---------------------------------------------------
@@ -373,15 +405,23 @@ class RhetoricGenerator:
 
     def _run(self, jobs: List[tuple], n: int) -> List[List[Candidate]]:
         """jobs: ``(context, rhetoric, object, original)``; one backend call."""
-        lang = self.cfg["language"]
-        convs = [rg_messages(r, o, ctx, language=lang, original=orig) for ctx, r, o, orig in jobs]
-        answers = self.backend.chat(
-            convs,
-            n=n,
-            temperature=self.cfg["temperature"],
-            max_new_tokens=self.cfg["max_new_tokens"],
-        )
+        decoding = {"n": n, "temperature": self.cfg["temperature"], "max_new_tokens": self.cfg["max_new_tokens"]}
+        if self.cfg["prompt_style"] == "completion":
+            prompts = [render_rg_completion(r, o, ctx, self._shots(r)) for ctx, r, o, _ in jobs]
+            answers = self.backend.complete(prompts, stop=COMPLETION_STOP, **decoding)
+        else:
+            lang = self.cfg["language"]
+            convs = [rg_messages(r, o, ctx, language=lang, original=orig) for ctx, r, o, orig in jobs]
+            answers = self.backend.chat(convs, **decoding)
         return [self._rank(job, comps) for job, comps in zip(jobs, answers)]
+
+    def _shots(self, rhetoric: str) -> List[RGRecord]:
+        return [RGRecord(**shot) for shot in self.cfg["shots"].get(rhetoric, [])]
+
+    def _parse(self, text: str) -> ParsedAnswer:
+        if self.cfg.get("prompt_style") == "completion":
+            return parse_completion(text)
+        return parse_generation(text)
 
     def _rank(self, job: tuple, completions: List[Completion]) -> List[Candidate]:
         context, rhetoric, obj, _ = job
@@ -391,7 +431,7 @@ class RhetoricGenerator:
             if not comp.ok:
                 failures.append(Candidate("", None, None, comp.text, error=comp.error))
                 continue
-            parsed = parse_generation(comp.text)
+            parsed = self._parse(comp.text)
             if not parsed.ok:
                 failures.append(Candidate("", None, comp.logprob, comp.text, error=parsed.error))
                 continue
@@ -416,6 +456,16 @@ class RhetoricGenerator:
         if failures:
             logger.info("%d of %d answers failed: %s", len(failures), len(completions), failures[0].error)
         return ranked + failures
+
+
+def _choose_shots(shots_path: Optional[str], n_shots: int) -> Dict[str, List[dict]]:
+    """Completion shots per RG device (seeded choice; see ``select_shots``)
+    as plain dicts, so ``to_disk`` saves them with the settings."""
+    if n_shots < 0:
+        raise ValueError(f"n_shots must be >= 0, got {n_shots}")
+    records = list(read_jsonl(shots_path)) if shots_path else []
+    keep = ("rhetoric", "object", "target", "previous_sentences")
+    return {dev: [{k: getattr(r, k) for k in keep} for r in select_shots(records, dev, n_shots)] for dev in RG_DEVICES}
 
 
 def _lp(cand: Candidate) -> float:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from .completion import completion_target, render_rg_completion
 from .prompts import format_answer, rg_messages
 from .records import RGRecord
 from .transformers_backend import load_local_tokenizer, pick_device
@@ -47,6 +48,8 @@ class FinetuneConfig:
     save_every: checkpoint every this many steps (and at the end);
         keep_checkpoints: how many recent checkpoints to keep.
     language: prompt language; k: preceding sentences kept per record.
+    prompt_style: ``"chat"`` (instruction models, CERD's prompt) or
+        ``"completion"`` (base LMs; see :func:`encode_example`).
     threads: torch CPU threads (0 = torch's default).
     """
 
@@ -68,6 +71,7 @@ class FinetuneConfig:
     k: int = 3
     device: str = "auto"
     threads: int = 0
+    prompt_style: str = "chat"
 
     def validate(self) -> None:
         """Raise ``ValueError`` for inconsistent settings."""
@@ -75,13 +79,31 @@ class FinetuneConfig:
             raise ValueError("batch_size must be a positive multiple of micro_batch_size")
         if self.max_steps < 1 or self.save_every < 1 or self.r < 1:
             raise ValueError("max_steps, save_every and r must be >= 1")
+        if self.prompt_style not in ("chat", "completion"):
+            raise ValueError(f"prompt_style must be 'chat' or 'completion', got {self.prompt_style!r}")
 
 
-def encode_example(tokenizer: Any, record: RGRecord, language: str = "zh", k: int = 3) -> Tuple[List[int], List[int]]:
-    """``(input_ids, labels)`` of one record: chat-formatted prompt + answer,
-    labels = -100 on the prompt tokens (loss on answer tokens only). The
-    answer ends with the template's end-of-turn text (or the EOS token)."""
+def encode_example(
+    tokenizer: Any, record: RGRecord, language: str = "zh", k: int = 3, prompt_style: str = "chat"
+) -> Tuple[List[int], List[int]]:
+    """``(input_ids, labels)`` of one record, labels = -100 on the prompt
+    tokens (loss on answer tokens only).
+
+    prompt_style ``"chat"``: CERD's RG prompt as a user turn and
+    ``{"generation": target}`` as the assistant turn, in the tokenizer's chat
+    template; the answer ends with the template's end-of-turn text (or EOS).
+    ``"completion"`` (base LMs): BOS + the completion prompt of
+    :mod:`spacy_rhetoric.llm.completion` with no shots, then the target and a
+    line break, where inference stops. Raises ``ValueError`` for another style.
+    """
     context = record.previous_sentences[-k:] if k else []
+    if prompt_style == "completion":
+        bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+        prompt = bos + tokenizer(render_rg_completion(record.rhetoric, record.object, context), add_special_tokens=False)["input_ids"]
+        answer = tokenizer(completion_target(record), add_special_tokens=False)["input_ids"]
+        return prompt + answer, [IGNORE_INDEX] * len(prompt) + answer
+    if prompt_style != "chat":
+        raise ValueError(f"prompt_style must be 'chat' or 'completion', got {prompt_style!r}")
     messages = rg_messages(record.rhetoric, record.object, context, language=language)
     answer = format_answer(record.target)
     prompt_text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
@@ -112,8 +134,9 @@ def _micro_batches(n_examples: int, size: int, seed: int) -> Iterator[List[int]]
 
 
 def _pad(batch: List[Tuple[List[int], List[int]]], pad_id: int, device: Any):
-    """Right-padded ``input_ids``, ``attention_mask``, ``labels``:
-    ``Ints2d (batch, max_len)``."""
+    """Left-padded ``input_ids``, ``attention_mask``, ``position_ids``,
+    ``labels``: ``Ints2d (batch, max_len)``. Left padding puts every answer
+    at the end of its row, so only the last positions need logits."""
     import torch
 
     width = max(len(ids) for ids, _ in batch)
@@ -121,10 +144,30 @@ def _pad(batch: List[Tuple[List[int], List[int]]], pad_id: int, device: Any):
     mask = torch.zeros((len(batch), width), dtype=torch.long)
     labels = torch.full((len(batch), width), IGNORE_INDEX, dtype=torch.long)
     for i, (x, y) in enumerate(batch):
-        ids[i, : len(x)] = torch.tensor(x)
-        mask[i, : len(x)] = 1
-        labels[i, : len(y)] = torch.tensor(y)
-    return ids.to(device), mask.to(device), labels.to(device)
+        ids[i, width - len(x) :] = torch.tensor(x)
+        mask[i, width - len(x) :] = 1
+        labels[i, width - len(y) :] = torch.tensor(y)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    return ids.to(device), mask.to(device), positions.to(device), labels.to(device)
+
+
+def _answer_loss(model: Any, batch: List[Tuple[List[int], List[int]]], pad_id: int, device: Any, n_answer: int):
+    """Summed answer-token cross-entropy of a micro-batch divided by
+    ``n_answer`` (the answer tokens of the whole optimizer step), and the
+    number of input tokens. Logits are computed for the answer positions
+    only (``logits_to_keep``): with a 262k vocabulary the output layer is
+    most of the cost of a full-width pass."""
+    import torch
+
+    ids, mask, positions, labels = _pad(batch, pad_id, device)
+    keep = max(sum(1 for t in y if t != IGNORE_INDEX) for _, y in batch)
+    logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep + 1).logits
+    logits = logits[:, :-1].float()
+    target = labels[:, -keep:]
+    loss = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX, reduction="sum"
+    ) / max(1, n_answer)
+    return loss, int(mask.sum())
 
 
 def latest_checkpoint(output_dir: Union[str, Path]) -> Optional[Path]:
@@ -174,13 +217,13 @@ def finetune(
     device = pick_device(cfg.device)
 
     tokenizer = load_local_tokenizer(str(model_path))
-    if not getattr(tokenizer, "chat_template", None):
-        raise ValueError(f"tokenizer at {model_path} has no chat template")
+    if cfg.prompt_style == "chat" and not getattr(tokenizer, "chat_template", None):
+        raise ValueError(f"tokenizer at {model_path} has no chat template: use prompt_style 'completion' for a base LM")
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     examples, too_long = [], 0
     for rec in records:
-        ids, labels = encode_example(tokenizer, rec, cfg.language, cfg.k)
+        ids, labels = encode_example(tokenizer, rec, cfg.language, cfg.k, cfg.prompt_style)
         if len(ids) > cfg.max_length:
             too_long += 1
         else:
@@ -234,16 +277,10 @@ def finetune(
         n_answer = sum(sum(1 for t in y if t != IGNORE_INDEX) for mb in micro for _, y in mb)
         step_loss = 0.0
         for mb in micro:
-            ids, mask, labels = _pad(mb, tokenizer.pad_token_id, device)
-            logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
-            target = labels[:, 1:]
-            loss = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
-                ignore_index=IGNORE_INDEX, reduction="sum",
-            ) / max(1, n_answer)
+            loss, n_tokens = _answer_loss(model, mb, tokenizer.pad_token_id, device, n_answer)
             loss.backward()
             step_loss += float(loss.detach())
-            tokens += int(mask.sum())
+            tokens += n_tokens
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
         scheduler.step()

@@ -10,9 +10,13 @@ Registered as ``spacy_rhetoric.Transformers.v1`` in ``registry.llm_backends``::
 The model is loaded lazily at the first call, always with
 ``local_files_only=True``: a path or a model name already in the local
 Hugging Face cache; nothing is downloaded at run time. Prompts are formatted
-with the tokenizer's chat template. Decoding is greedy when temperature is 0
-(beam search returning ``n`` beams when ``n > 1``, so candidates differ and
-stay deterministic), sampling otherwise. Each answer's log-probability is
+with the tokenizer's chat template (:meth:`TransformersBackend.chat`), or
+given as plain text to a base LM (:meth:`TransformersBackend.complete`, for
+the few-shot prompts of :mod:`spacy_rhetoric.llm.completion`). Decoding is
+greedy when temperature is 0 (beam search returning ``n`` beams when
+``n > 1``, so candidates differ and stay deterministic), sampling otherwise
+(nucleus sampling with ``top_p``; ``repetition_penalty`` > 1 keeps a small
+base LM from looping). Each answer's log-probability is
 computed by a teacher-forced pass of the model over prompt + answer, i.e.
 under the unmodified model distribution (temperature 1).
 """
@@ -50,6 +54,9 @@ class TransformersBackend:
     max_input_tokens: longer prompts are not truncated (that would cut the
         instruction or context silently) but answered with a failure.
     seed: seeds torch before sampling, for reproducible sampled candidates.
+    top_p: nucleus-sampling mass (1.0 = off). repetition_penalty: CTRL's
+        penalty on tokens already generated (Keskar et al. 2019, §4.1;
+        1.0 = off).
     """
 
     def __init__(
@@ -62,9 +69,13 @@ class TransformersBackend:
         batch_size: int = 8,
         max_input_tokens: int = 4096,
         seed: Optional[int] = None,
+        top_p: float = 1.0,
+        repetition_penalty: float = 1.0,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if not 0 < top_p <= 1 or repetition_penalty <= 0:
+            raise ValueError(f"need 0 < top_p <= 1 and repetition_penalty > 0, got {top_p}, {repetition_penalty}")
         self.model_path = str(model_path)
         self.adapter_path = str(adapter_path) if adapter_path else None
         self.device = device
@@ -72,6 +83,8 @@ class TransformersBackend:
         self.batch_size = int(batch_size)
         self.max_input_tokens = int(max_input_tokens)
         self.seed = seed
+        self.top_p = float(top_p)
+        self.repetition_penalty = float(repetition_penalty)
         self._model: Any = None
         self._tokenizer: Any = None
 
@@ -97,8 +110,6 @@ class TransformersBackend:
 
         device = pick_device(self.device)
         tokenizer = load_local_tokenizer(self.model_path)
-        if not getattr(tokenizer, "chat_template", None):
-            raise ValueError(f"tokenizer at {self.model_path} has no chat template")
         _prepare_tokenizer(tokenizer)
         if self.dtype == "auto":
             torch_dtype: Any = torch.float32 if device == "cpu" else "auto"
@@ -140,11 +151,37 @@ class TransformersBackend:
         tokens (including the end-of-turn token when generated),
         ``n_tokens`` their number. Raises ``ValueError`` for ``n < 1``.
         """
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
         if not conversations:
             return []
         prompts = [self._prompt_ids(conv) for conv in conversations]
+        return self._answer(prompts, n, temperature, max_new_tokens, stop_text=None)
+
+    def complete(
+        self,
+        prompts: Sequence[str],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_new_tokens: int = 128,
+        stop: str = "\n",
+    ) -> List[List[Completion]]:
+        """Continue each plain-text prompt ``n`` times (base LMs, no chat
+        template): the tokenizer's BOS token, then the prompt. Each answer
+        ends at (and includes) the first ``stop`` text, at EOS or after
+        ``max_new_tokens`` (``meta["finish_reason"]`` "stop" or "length").
+        Same failures and log-probabilities as :meth:`chat`."""
+        if not prompts:
+            return []
+        tok = self.tokenizer
+        bos = [tok.bos_token_id] if tok.bos_token_id is not None else []
+        ids = [bos + tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        return self._answer(ids, n, temperature, max_new_tokens, stop_text=stop or None)
+
+    def _answer(
+        self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int, stop_text: Optional[str]
+    ) -> List[List[Completion]]:
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
         results: List[Optional[List[Completion]]] = [None] * len(prompts)
         todo = []
         for i, ids in enumerate(prompts):
@@ -155,7 +192,7 @@ class TransformersBackend:
                 todo.append(i)
         for start in range(0, len(todo), self.batch_size):
             idx = todo[start : start + self.batch_size]
-            answers = self._generate([prompts[i] for i in idx], n, temperature, max_new_tokens)
+            answers = self._generate([prompts[i] for i in idx], n, temperature, max_new_tokens, stop_text)
             for j, i in enumerate(idx):
                 results[i] = answers[j * n : (j + 1) * n]
         return [r or [] for r in results]
@@ -181,6 +218,11 @@ class TransformersBackend:
 
     # -- internals --------------------------------------------------------
     def _prompt_ids(self, conversation: Sequence[Message]) -> List[int]:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError(
+                f"tokenizer at {self.model_path} has no chat template: a base LM takes "
+                "completion prompts (rhetoric_generator prompt_style 'completion')"
+            )
         text = self.tokenizer.apply_chat_template(
             list(conversation), add_generation_prompt=True, tokenize=False
         )
@@ -196,7 +238,7 @@ class TransformersBackend:
         return sorted(i for i in ids if i is not None)
 
     def _generate(
-        self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int
+        self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int, stop_text: Optional[str]
     ) -> List[Completion]:
         import torch
 
@@ -208,7 +250,10 @@ class TransformersBackend:
             "num_return_sequences": n,
             "pad_token_id": tok.pad_token_id,
             "eos_token_id": stop,
+            "repetition_penalty": self.repetition_penalty if self.repetition_penalty != 1.0 else None,
         }
+        if stop_text:
+            kwargs.update(stop_strings=[stop_text], tokenizer=tok)
         if temperature <= 0:
             kwargs.update(do_sample=False, num_beams=n if n > 1 else 1)
             if n == 1:
@@ -216,17 +261,19 @@ class TransformersBackend:
         else:
             if self.seed is not None:
                 torch.manual_seed(self.seed)
-            kwargs.update(do_sample=True, temperature=float(temperature))
+            kwargs.update(do_sample=True, temperature=float(temperature), top_p=self.top_p)
         with torch.no_grad():
             seqs = model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
         width = input_ids.shape[1]
         continuations = [_cut_at_stop(row[width:].tolist(), stop, tok.pad_token_id) for row in seqs]
+        if stop_text:
+            continuations = [_cut_at_text(c, stop_text, tok) for c in continuations]
         expanded = [p for p in prompts for _ in range(n)]
         scores = self._logprobs(expanded, continuations)
         completions = []
         for cont, (logprob, n_tokens) in zip(continuations, scores):
-            finished = bool(cont) and cont[-1] in stop
             text = tok.decode(cont, skip_special_tokens=True)
+            finished = bool(cont) and (cont[-1] in stop or bool(stop_text and text.endswith(stop_text)))
             meta = {"finish_reason": "stop" if finished else "length"}
             completions.append(Completion(text=text, logprob=logprob, n_tokens=n_tokens, meta=meta))
         return completions
@@ -301,6 +348,15 @@ def _cut_at_stop(ids: List[int], stop: List[int], pad_id: int) -> List[int]:
 
 
 @registry.llm_backends("spacy_rhetoric.Transformers.v1")
+def _cut_at_text(ids: List[int], stop_text: str, tok: Any) -> List[int]:
+    """Answer ids up to and including the token that completes ``stop_text``
+    (``generate`` runs on until every row of the batch has stopped)."""
+    for i in range(1, len(ids) + 1):
+        if stop_text in tok.decode(ids[:i], skip_special_tokens=True):
+            return ids[:i]
+    return ids
+
+
 def make_transformers_backend(
     model_path: str,
     adapter_path: Optional[str] = None,
@@ -309,6 +365,8 @@ def make_transformers_backend(
     batch_size: int = 8,
     max_input_tokens: int = 4096,
     seed: Optional[int] = None,
+    top_p: float = 1.0,
+    repetition_penalty: float = 1.0,
 ) -> TransformersBackend:
     """Registered factory of :class:`TransformersBackend` (see there)."""
     return TransformersBackend(
@@ -319,4 +377,6 @@ def make_transformers_backend(
         batch_size=batch_size,
         max_input_tokens=max_input_tokens,
         seed=seed,
+        top_p=top_p,
+        repetition_penalty=repetition_penalty,
     )

@@ -1,0 +1,133 @@
+"""RG as few-shot completion, for base (not instruction-tuned) language models.
+
+CERD's RG prompt (:mod:`spacy_rhetoric.llm.prompts`) is an instruction with a
+JSON answer; a base LM such as Gemma 3 270M continues text instead of
+following instructions, so this prompt style shows solved items and lets the
+model complete the last one (template ``prompts/rg_completion_zh.jinja2``):
+
+    下面是修辞造句的练习。……
+    上文：（无）
+    修辞：比喻
+    本体：月亮
+    句子：弯弯的月亮像一只小船，静静地泊在夜空里。
+    …
+    上文：<the context>
+    修辞：比喻
+    本体：<the object>
+    句子：
+
+The answer is the generated text up to the first line break. Shots come from
+RG training records (``select_shots``, fixed seed) or, for a device without
+training records, from ``prompts/rg_shots_zh.jsonl`` (sentences written by
+the project). LoRA fine-tuning uses the same template with no shots, the
+target followed by a line break as the answer.
+"""
+from __future__ import annotations
+
+import random
+from functools import lru_cache
+from importlib import resources
+from typing import Dict, List, Optional, Sequence
+
+from ..taxonomy import COARSE_ZH, COMPONENT_ZH, OBJECT_COMPONENT
+from .prompts import RG_DEVICES, ParsedAnswer, _environment
+from .records import RGRecord, read_jsonl
+
+TEMPLATE = "rg_completion_zh.jinja2"
+BUILTIN_SHOTS = "rg_shots_zh.jsonl"
+#: The answer ends at the first line break (the template's item separator).
+STOP = "\n"
+ANSWER_PREFIX = "句子："
+
+
+def join_sentences(sentences: Sequence[str]) -> str:
+    """Context sentences on one line: joined directly after final
+    punctuation, with a space otherwise (CMDAG lyrics lines have none)."""
+    out = ""
+    for s in (s.strip() for s in sentences if s and s.strip()):
+        out += (" " if out and out[-1] not in "。！？!?…”’」』）)" else "") + s
+    return out
+
+
+def _item(record_or_fields: RGRecord, with_target: bool) -> Dict[str, Optional[str]]:
+    r = record_or_fields
+    return {
+        "context": join_sentences(r.previous_sentences),
+        "rhetoric_zh": COARSE_ZH[r.rhetoric],
+        "object_role_zh": COMPONENT_ZH[OBJECT_COMPONENT[r.rhetoric]],
+        "object": r.object.strip(),
+        "target": r.target.strip() if with_target else None,
+    }
+
+
+def render_rg_completion(
+    rhetoric: str,
+    object: str,
+    previous_sentences: Sequence[str] = (),
+    shots: Sequence[RGRecord] = (),
+) -> str:
+    """The few-shot completion prompt: the shots solved, then the request
+    with ``句子：`` left open. Raises ``ValueError`` for a device outside
+    ``RG_DEVICES`` or an empty object."""
+    if rhetoric not in OBJECT_COMPONENT:
+        raise ValueError(f"RG device must be one of {RG_DEVICES}, got {rhetoric!r}")
+    if not object or not object.strip():
+        raise ValueError("RG object is empty")
+    request = RGRecord(rhetoric, object, "", list(previous_sentences))
+    items = [_item(s, True) for s in shots] + [_item(request, False)]
+    return _environment().get_template(TEMPLATE).render(items=items).rstrip("\n")
+
+
+def completion_target(record: RGRecord) -> str:
+    """The fine-tuning answer for a completion prompt: target + line break."""
+    return record.target.strip() + STOP
+
+
+def parse_completion(text: str) -> ParsedAnswer:
+    """The sentence a base LM wrote after ``句子：``: the text before the
+    first line break, stripped. Empty → failure (``error`` set); the raw
+    text is always kept. Nothing else is repaired or guessed."""
+    raw = text if isinstance(text, str) else ""
+    line = raw.split(STOP, 1)[0].strip()
+    if line.startswith(ANSWER_PREFIX):
+        line = line[len(ANSWER_PREFIX) :].strip()
+    if not line:
+        return ParsedAnswer(None, raw, error="empty answer")
+    return ParsedAnswer(line, raw)
+
+
+@lru_cache(maxsize=None)
+def builtin_shots() -> List[RGRecord]:
+    """The project's own example items (three per RG device)."""
+    ref = resources.files("spacy_rhetoric") / "prompts" / BUILTIN_SHOTS
+    with resources.as_file(ref) as path:
+        return list(read_jsonl(path))
+
+
+def select_shots(
+    records: Sequence[RGRecord],
+    rhetoric: str,
+    n: int,
+    *,
+    seed: int = 0,
+    max_target_chars: int = 40,
+    max_context_chars: int = 60,
+) -> List[RGRecord]:
+    """``n`` shots for ``rhetoric``: a seeded random choice among ``records``
+    of that device with a target of at most ``max_target_chars`` characters
+    and a context of at most ``max_context_chars`` (short shots keep the
+    prompt short); topped up from :func:`builtin_shots` when too few
+    qualify. The same arguments always give the same shots."""
+    pool = [
+        r
+        for r in records
+        if r.rhetoric == rhetoric
+        and 0 < len(r.target.strip()) <= max_target_chars
+        and "\n" not in r.target
+        and len("".join(r.previous_sentences)) <= max_context_chars
+    ]
+    chosen = random.Random(seed).sample(pool, min(n, len(pool)))
+    if len(chosen) < n:
+        own = [r for r in builtin_shots() if r.rhetoric == rhetoric]
+        chosen.extend(own[: n - len(chosen)])
+    return chosen
