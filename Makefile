@@ -3,14 +3,15 @@ SHARED ?= ../shared/data
 
 .PHONY: install test demo
 
-# The serve extra (FastAPI, uvicorn) and selenium come with the install. The
+# The serve extra (FastAPI, uvicorn), the generation extra (kenlm, built from
+# source with the C++ compiler and CMake, and jiagu) and selenium come with the install. The
 # browser tests of `rhetoric serve` also need Chromium, its driver and a CJK
 # font: tried with apt-get only where apt-get exists and we are root; when that
 # is impossible or fails, the build goes on and those tests skip, saying why.
 BROWSER_PACKAGES = chromium chromium-driver fonts-wqy-microhei
 
 install:
-	$(PYTHON) -m pip install -e ".[test,ray,serve]"
+	$(PYTHON) -m pip install -e ".[test,ray,serve,generation]"
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
 	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	  echo "installing $(BROWSER_PACKAGES) for the browser tests (apt-get)"; \

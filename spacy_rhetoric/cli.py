@@ -190,16 +190,19 @@ def evaluate_generation_cmd(
     kb: Optional[Path] = typer.Option(None, "--kb", exists=True, dir_okay=False, help="Simile KB (build-kb) for HAUSER scores"),
     lm: Optional[str] = typer.Option(None, "--lm", help="Local causal LM folder for perplexity"),
     encoder: Optional[str] = typer.Option(None, "--encoder", help="Local encoder folder for BERTScore"),
+    kenlm: Optional[Path] = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM word n-gram model (ARPA or binary, e.g. assets/kenlm/zh_CN.lm) for perplexity and OOV rate"),
+    sentiment: Optional[str] = typer.Option(None, "--sentiment", help="HAUSER sentiment consistency: 'jiagu' or a local classifier folder (labels negative/positive)"),
+    rhetoric_model: Optional[str] = typer.Option(None, "--rhetoric-model", help="spaCy pipeline (folder or package) with rhetoric_textcat and rhetoric_components for the rhetoric success rate"),
     judge: List[str] = typer.Option([], "--judge", help="LLM judge: rating, pairwise or metaphor (repeatable)"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server for the judges"),
     model: Optional[str] = typer.Option(None, "--model", help="Judge model name on that server"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the API key"),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds per judge request"),
 ) -> None:
-    """Score generated candidates: BLEU-2/4, ROUGE-L, perplexity, BERTScore, HAUSER, LLM judges."""
+    """Score generated candidates: BLEU-2/4, ROUGE-L, perplexity (causal LM, KenLM), BERTScore, HAUSER, rhetoric success, LLM judges."""
     from wasabi import msg
 
-    from .evaluation.generation import evaluate_generation
+    from .evaluation.generation import evaluate_generation, summary_table
 
     backend = None
     if judge:
@@ -208,8 +211,9 @@ def evaluate_generation_cmd(
         if not (base_url and model):
             raise typer.BadParameter("--judge needs --base-url and --model")
         backend = OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=timeout)
-    result = evaluate_generation(input_path, output, kb_path=kb, lm_path=lm, encoder_path=encoder, backend=backend, judges=judge)
-    msg.table([(k, f"{v:.4f}" if isinstance(v, float) else v) for k, v in result["summary"].items()], header=("metric", "value"), divider=True)
+    result = evaluate_generation(input_path, output, kb_path=kb, lm_path=lm, encoder_path=encoder, kenlm_path=kenlm,
+                                 sentiment=sentiment, rhetoric_model=rhetoric_model, backend=backend, judges=judge)
+    msg.table(summary_table(result["summary"]), header=("metric", "key", "value"), divider=True, max_col=80)
     for notice in result["notices"]:
         msg.warn(notice)
     msg.good(f"Wrote {output} and {output.with_suffix('.md')}")

@@ -10,6 +10,7 @@ Per candidate, from its (tenor, vehicle) pairs:
 - sentiment consistency c_s = P(h_s = a) − P(h_l = a), a the polarity the
   sentiment classifier gives the literal sentence, the candidate cut after
   its first vehicle                                    (§3.1.3, eq. 5);
+  the classifier is a local HF model or jiagu's (:class:`JiaguSentiment`);
 - quality Q = α r' + β c_l' + γ c_s', primes = min–max normalisation among
   the candidates of one input (all equal → 0.5)        (§3.1.4, eqs. 6–7),
   (α, β, γ) = (3/6, 2/6, 1/6) by default (their best combination, Table 5);
@@ -277,6 +278,57 @@ def logical_consistency(nli: SequenceClassifier, literals: Sequence[str], candid
     return [1.0 - p[c] for p in nli.probs(literals, candidates)]
 
 
+class JiaguSentiment:
+    """jiagu's naive-Bayes sentiment classifier (PyPI ``jiagu``, MIT) behind
+    the interface :func:`sentiment_consistency` uses: ``index`` maps
+    ``"negative"`` → 0 and ``"positive"`` → 1, ``probs(texts)`` gives
+    [[P(negative), P(positive)], ...] (Floats2d (n_texts, 2) as lists).
+
+    ``jiagu.sentiment(text)`` returns ``(label, P(label))`` for the more
+    probable of its two classes (the Bayes posterior over words of jiagu's own
+    segmenter); the other class has 1 − P(label). A Chinese stand-in for
+    HAUSER's SST-2 classifier (He et al. 2023, §3.1.3). Raises ImportError
+    with the install hint when jiagu is missing.
+    """
+
+    index = {"negative": 0, "positive": 1}
+
+    def __init__(self) -> None:
+        try:
+            import jiagu
+        except ImportError as err:
+            raise ImportError("--sentiment jiagu needs the jiagu package: pip install -e '.[generation]'") from err
+        self._sentiment = jiagu.sentiment
+
+    def probs(self, texts: Sequence[str]) -> List[List[float]]:
+        out = []
+        for text in texts:
+            label, prob = self._sentiment(text)
+            if label not in self.index:
+                raise ValueError(f"jiagu returned the unknown sentiment label {label!r}")
+            negative = prob if label == "negative" else 1.0 - prob
+            out.append([negative, 1.0 - negative])
+        return out
+
+
+def load_sentiment(spec: Optional[str]):
+    """The sentiment classifier named by ``spec``: ``"jiagu"`` →
+    :class:`JiaguSentiment`; a local folder → :class:`SequenceClassifier`
+    with labels ``negative`` / ``positive``; None → None."""
+    if not spec:
+        return None
+    if spec == "jiagu":
+        return JiaguSentiment()
+    return SequenceClassifier(spec, {"negative": "negative", "positive": "positive"})
+
+
+def cut_at_first_vehicle(texts: Sequence[str], comps: Sequence[Components]) -> List[str]:
+    """Each text up to the end of its first vehicle (HAUSER §3.1.3: only
+    that part of a simile goes to the sentiment classifier); the whole text
+    when no vehicle was found."""
+    return [t[: c.vehicle_end] if c.vehicle_end else t for t, c in zip(texts, comps)]
+
+
 def sentiment_consistency(
     clf: SequenceClassifier, literals: Sequence[str], candidates_cut: Sequence[str]
 ) -> List[float]:
@@ -357,7 +409,7 @@ class HauserScorer:
         if literal and self.nli is not None:
             logical = logical_consistency(self.nli, [literal] * len(candidates), candidates)
         if literal and self.sentiment is not None:
-            cut = [t[: c.vehicle_end] if c.vehicle_end else t for t, c in zip(candidates, comps)]
+            cut = cut_at_first_vehicle(candidates, comps)
             sentiment = sentiment_consistency(self.sentiment, [literal] * len(candidates), cut)
         if not literal and (self.nli is not None or self.sentiment is not None):
             self._notice("consistency scores skipped for inputs without a literal sentence")
