@@ -12,6 +12,7 @@ from .components import rhetoric_components as _rhetoric_components  # noqa: F40
 from .components import simile_rules as _simile_rules  # noqa: F401
 from . import readers as _readers  # noqa: F401
 from . import architectures as _architectures  # noqa: F401
+from .ml import paragraphs as _paragraphs  # noqa: F401
 from spacy_rhetoric.llm import openai_compatible  # noqa: F401  registers spacy_rhetoric.OpenAICompatible.v1
 from spacy_rhetoric.llm import transformers_backend as _transformers_backend  # noqa: F401
 from .components import rhetoric_generator as _rhetoric_generator  # noqa: F401

@@ -1,0 +1,134 @@
+"""Paragraph-wise encoding (``spacy_rhetoric/ml/paragraphs.py``): the layer
+equals ``spacy.Tok2Vec.v2`` on one paragraph and runs paragraphs apart; the
+transformer span getter restarts at line breaks; and, the way users call the
+shipped pipelines, a paragraph gets the same analysis alone as inside its
+essay, and a heading line no longer takes the labels of the paragraph below
+it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+from thinc.api import Config
+
+from spacy_rhetoric.ml.paragraphs import configure_paragraph_strided_spans, paragraph_bounds
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINES = sorted(p.parent for p in (ROOT / "pipelines").glob("*/config.cfg"))
+TOLERANCE = 1e-5
+
+TOK2VEC = """
+[model]
+@architectures = "{arch}"
+
+[model.embed]
+@architectures = "spacy.MultiHashEmbed.v2"
+width = 16
+attrs = ["NORM","PREFIX","SUFFIX"]
+rows = [200,100,100]
+include_static_vectors = false
+
+[model.encode]
+@architectures = "spacy_rhetoric.CNNBiLSTMEncoder.v1"
+width = 16
+cnn_depth = 1
+window_size = 1
+maxout_pieces = 2
+lstm_depth = 1
+dropout = 0.0
+"""
+
+
+def _doc(nlp, pieces):
+    words = [w for p in pieces for w in p]
+    return Doc(nlp.vocab, words=words, spaces=[False] * len(words))
+
+
+def _model(arch: str):
+    from spacy.util import registry
+
+    return registry.resolve(Config().from_str(TOK2VEC.format(arch=arch)))["model"]
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    return spacy.blank("zh")
+
+
+def test_paragraph_bounds_cover_every_token_once(nlp):
+    doc = _doc(nlp, [["题", "目"], ["\n"], ["第", "一", "段", "。"], ["\n", "\n", " "], ["第", "二"]])
+    assert paragraph_bounds(doc) == [(0, 3), (3, 10), (10, 12)]
+    assert paragraph_bounds(_doc(nlp, [["一", "句", "。"]])) == [(0, 3)]
+    assert paragraph_bounds(_doc(nlp, [["一", "。", "\n"]])) == [(0, 3)]
+    assert paragraph_bounds(Doc(nlp.vocab, words=[])) == [(0, 0)]
+    # A space without a line break does not end a paragraph.
+    assert paragraph_bounds(_doc(nlp, [["甲", " ", "乙"]])) == [(0, 3)]
+
+
+def test_layer_equals_tok2vec_on_a_paragraph_and_splits_an_essay(nlp):
+    plain, para = _model("spacy.Tok2Vec.v2"), _model("spacy_rhetoric.ParagraphTok2Vec.v1")
+    p1, p2 = ["他", "的", "笑", "容", "像", "花", "。", "\n"], ["月", "亮", "像", "船", "。"]
+    essay = _doc(nlp, [p1, p2])
+    plain.initialize(X=[essay])
+    para.from_bytes(plain.to_bytes())  # same node layout: the weights load unchanged
+    single = _doc(nlp, [p2])
+    assert numpy.array_equal(para.predict([single])[0], plain.predict([single])[0])
+    Y = para.predict([essay])[0]
+    assert Y.shape == (len(essay), 16)
+    alone = plain.predict([_doc(nlp, [p1]), _doc(nlp, [p2])])
+    assert numpy.allclose(Y, numpy.concatenate(alone), atol=1e-6)
+    assert not numpy.allclose(Y, plain.predict([essay])[0], atol=1e-3)
+    # Gradients reach the embeddings through the split.
+    Yt, backprop = para.begin_update([essay, single])
+    backprop([numpy.ones_like(y) for y in Yt])
+    grads = [g for node in para.walk() for name in node.param_names if node.has_grad(name) for g in [node.get_grad(name)]]
+    assert grads and any(float(numpy.abs(g).sum()) > 0 for g in grads)
+
+
+def test_transformer_windows_restart_at_line_breaks(nlp):
+    get_spans = configure_paragraph_strided_spans(window=4, stride=3)
+    doc = _doc(nlp, [list("一二三四五六"), ["\n"], list("七八")])
+    spans = get_spans([doc])[0]
+    assert [(s.start, s.end) for s in spans] == [(0, 4), (3, 7), (7, 9)]
+    covered = {i for s in spans for i in range(s.start, s.end)}
+    assert covered == set(range(len(doc)))
+    with pytest.raises(ValueError):
+        configure_paragraph_strided_spans(window=2, stride=3)
+
+
+def _sentences(doc, offset: int = 0):
+    return [
+        (s.start_char - offset, s.end_char - offset, {lv: {k: float(v) for k, v in labels.items()} for lv, labels in (s._.rhetoric or {}).items()})
+        for s in doc.sents
+    ]
+
+
+def _close(a, b) -> bool:
+    if [(x[0], x[1]) for x in a] != [(y[0], y[1]) for y in b]:
+        return False
+    for (_, _, x), (_, _, y) in zip(a, b):
+        if {lv: set(v) for lv, v in x.items()} != {lv: set(v) for lv, v in y.items()}:
+            return False
+        if any(abs(x[lv][k] - y[lv][k]) > TOLERANCE for lv in x for k in x[lv]):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES, ids=[p.name for p in PIPELINES])
+def test_a_paragraph_gets_the_same_analysis_alone_and_in_its_essay(pipeline: Path, pse_dir: Path):
+    from spacy_rhetoric.analyze import iter_inputs
+
+    essay = next(item.text for item in iter_inputs([pse_dir], split="test") if item.text.startswith("绚丽的人生\n"))
+    nlp = spacy.load(pipeline)
+    whole = nlp(essay)
+    start = essay.index("\n") + 1
+    end = essay.index("\n", start) + 1
+    paragraph = nlp(essay[start:end])
+    inside = [s for s in _sentences(whole, start) if 0 <= s[0] < end - start]
+    assert _close(_sentences(paragraph), inside)
+    # The heading line is classified from its own words only.
+    heading = nlp(essay[:start])
+    assert _close(_sentences(heading), [s for s in _sentences(whole) if s[0] < start])
