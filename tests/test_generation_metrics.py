@@ -232,6 +232,9 @@ def test_cli_all_new_metrics(tmp_path, tiny_lm, jiagu_sentiment, simile_dir):
          "candidates": [simile, "我今天早上七点去学校上课。"]},
         {"condition": {"rhetoric": "metaphor", "object": "心"}, "reference": "", "literal": "他的心很冷，让人害怕。",
          "candidates": [NEGATIVE, POSITIVE]},
+        # every answer failed to parse: no candidate, and a failed request
+        {"condition": {"rhetoric": "metaphor", "object": "月亮"}, "reference": "", "candidates": [],
+         "failures": [{"raw": "", "error": "empty answer"}]},
     ])
     out = tmp_path / "out.json"
     res = CliRunner().invoke(app, ["evaluate-generation", str(data), str(out), "--kenlm", str(arpa),
@@ -242,7 +245,7 @@ def test_cli_all_new_metrics(tmp_path, tiny_lm, jiagu_sentiment, simile_dir):
     assert summary["candidates"] == 4 and summary["kenlm_words"] > 0 and 0 < summary["kenlm_oov_rate"] <= 1
     assert math.isfinite(summary["kenlm_perplexity"])
     # HAUSER c_s: against the reference (cut after its vehicle) for record 1, the literal for record 2
-    assert [r["sentiment_counterpart"] for r in recs] == ["reference", "literal"]
+    assert [r.get("sentiment_counterpart") for r in recs] == ["reference", "literal", None]
     keep, flip = (c["sentiment_consistency"] for c in recs[1]["candidates"])
     assert keep > flip
     assert summary["hauser_logical_consistency"] == NOT_AVAILABLE
@@ -252,6 +255,9 @@ def test_cli_all_new_metrics(tmp_path, tiny_lm, jiagu_sentiment, simile_dir):
     assert summary["rhetoric_candidates.metaphor"] == 4
     assert summary["rhetoric_success_rate"] == pytest.approx(
         sum(c["rhetoric_success"]["success"] for r in recs for c in r["candidates"]) / 4)
+    assert summary["records"] == 3 and summary["records_without_candidate"] == 1
+    requests_ok = sum(any(c["rhetoric_success"]["success"] for c in r["candidates"]) for r in recs)
+    assert summary["rhetoric_success_rate_of_requests"] == pytest.approx(requests_ok / 3) and requests_ok >= 1
     report = out.with_suffix(".md").read_text(encoding="utf8")
     for name in ("perplexity, KenLM n-gram", "KenLM OOV rate", "HAUSER sentiment consistency",
                  "HAUSER logical consistency c_l | `hauser_logical_consistency` | not available", "rhetoric success rate"):

@@ -78,7 +78,9 @@ METRIC_NAMES: Dict[str, str] = {
     "hauser_informativeness": "HAUSER informativeness I (vehicle tokens)",
     "hauser_sentiment_consistency": "HAUSER sentiment consistency c_s (-1 to 1, --sentiment)",
     "hauser_logical_consistency": "HAUSER logical consistency c_l",
+    "records_without_candidate": "records without a candidate (every answer failed to parse)",
     "rhetoric_success_rate": "rhetoric success rate: device and object (--rhetoric-model)",
+    "rhetoric_success_rate_of_requests": "rhetoric success rate per request (a failed generation counts as failure)",
     "rhetoric_device_rate": "rhetoric device rate: requested device labelled",
     "rhetoric_object_rate": "rhetoric object rate: requested object found as its component",
     "rhetoric_candidates": "candidates requesting",
@@ -293,7 +295,8 @@ def _summary(rows: List[Dict[str, Any]], tools: _Tools, lm_path, encoder_path) -
 
     flat = [(r, c) for r in rows for c in r["candidates"]]
     with_ref = [(r, c) for r, c in flat if r["reference"]]
-    summary: Dict[str, Any] = {"records": len(rows), "candidates": len(flat)}
+    summary: Dict[str, Any] = {"records": len(rows), "candidates": len(flat),
+                               "records_without_candidate": sum(1 for r in rows if not r["candidates"])}
     if with_ref:
         cands, refs = [c["text"] for _, c in with_ref], [r["reference"] for r, _ in with_ref]
         summary.update({"bleu2": ref.bleu(cands, refs, 2), "bleu4": ref.bleu(cands, refs, 4), "rougeL": ref.rouge_l(cands, refs)})
@@ -317,7 +320,18 @@ def _summary(rows: List[Dict[str, Any]], tools: _Tools, lm_path, encoder_path) -
 
         checked = [(r, c) for r, c in flat if "rhetoric_success" in c]
         summary.update(success_summary([c["rhetoric_success"] for _, c in checked], [r["rhetoric"] for r, _ in checked]))
+        summary["rhetoric_success_rate_of_requests"] = _request_success(rows)
     return summary
+
+
+def _request_success(rows: List[Dict[str, Any]]) -> Optional[float]:
+    """Share of records (requests) with at least one successful candidate:
+    a request whose answers all failed to parse counts as a failure, which
+    the per-candidate rate cannot see."""
+    if not rows:
+        return None
+    ok = sum(any(c.get("rhetoric_success", {}).get("success") for c in r["candidates"]) for r in rows)
+    return ok / len(rows)
 
 
 def _kenlm_summary(flat, model) -> Dict[str, Any]:
