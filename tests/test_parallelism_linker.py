@@ -227,7 +227,7 @@ def test_evaluation_report(trained, tmp_path):
 
 
 def test_repetition_features():
-    from spacy_rhetoric.components.parallelism_linker import REPETITION_BUCKETS, RepetitionFeatures
+    from spacy_rhetoric.ml.parallelism_tagger import REPETITION_BUCKETS, RepetitionFeatures
 
     nlp = spacy.blank("zh")
     doc = Doc(nlp.vocab, words=["如果", "和谐", "是", "海", "，", "如果", "友善", "是", "河"])

@@ -18,20 +18,18 @@ training cannot be predicted (their tags are not in the label set).
 from itertools import islice
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-import numpy
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
-from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import Config, Dropout, Linear, concatenate, Model, chain, set_dropout_rate, with_array
+from thinc.api import Config, Model, set_dropout_rate
 from thinc.types import Floats2d
 
-from ..annotation import annotated_labels, clip_to_paragraph
-from ..crf import CRF, Mask, crf_decode, crf_loss
-from ..ml.lstm import PackedBiLSTM
-from ..scorers.parallelism import same_tokens, score_parallelism
+from ..annotation import annotated_labels, clip_to_paragraph, same_tokens
+from ..crf import Mask, crf_decode, crf_loss
+from ..ml import parallelism_tagger as _architecture  # noqa: F401  registers ParallelismTagger.v1
+from ..scorers.parallelism import score_parallelism
 from ..spangroups import PARALLELISM_KEY, parallelism_offsets, set_parallelisms
 from ..tagging import TagScheme, parse_tag
 
@@ -88,96 +86,6 @@ def _length_batches(indices: List[int], lengths: List[int]) -> List[List[int]]:
     if current:
         batches.append(current)
     return batches
-
-
-#: Upper bounds of the word-distance buckets of :func:`RepetitionFeatures`.
-REPETITION_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
-
-
-def _distance_buckets(norms: numpy.ndarray) -> numpy.ndarray:
-    """For each word, the bucket of the distance (in words) to the previous
-    and to the next occurrence of the same word; ``len(REPETITION_BUCKETS)``
-    means none within 64 words. Ints2d (n_words, 2)."""
-    n = len(norms)
-    prev = numpy.full(n, numpy.inf)
-    nxt = numpy.full(n, numpy.inf)
-    last: Dict[int, int] = {}
-    for i, w in enumerate(norms.tolist()):
-        if w in last:
-            prev[i] = i - last[w]
-            nxt[last[w]] = i - last[w]
-        last[w] = i
-    return numpy.stack([numpy.searchsorted(REPETITION_BUCKETS, prev), numpy.searchsorted(REPETITION_BUCKETS, nxt)], axis=1)
-
-
-@registry.layers("spacy_rhetoric.RepetitionFeatures.v1")
-def RepetitionFeatures() -> Model[List[Doc], List[Floats2d]]:
-    """One-hot buckets of the distance to the previous and next occurrence of
-    each word's NORM in its doc: List[Floats2d] (n_words, 2 * 16), no
-    parameters. Parallel branches repeat words (the markers of 排比 such as
-    如果...那么, 是..., 让...), a cue a from-scratch encoder finds hard to
-    learn from word identities alone."""
-    n_buckets = len(REPETITION_BUCKETS) + 1
-
-    def forward(model: Model, docs: List[Doc], is_train: bool):
-        out = []
-        for doc in docs:
-            buckets = _distance_buckets(doc.to_array("NORM"))
-            feats = numpy.zeros((len(doc), 2 * n_buckets), dtype="float32")
-            rows = numpy.arange(len(doc))
-            feats[rows, buckets[:, 0]] = 1.0
-            feats[rows, n_buckets + buckets[:, 1]] = 1.0
-            out.append(model.ops.asarray2f(feats))
-        return out, lambda dY: []
-
-    return Model("repetition_features", forward, dims={"nO": 2 * n_buckets})
-
-
-@registry.architectures("spacy_rhetoric.ParallelismTagger.v1")
-def build_parallelism_tagger(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    hidden_width: int = 128,
-    lstm_depth: int = 1,
-    dropout: float = 0.0,
-    nO: Optional[int] = None,
-    repetition_features: bool = False,
-) -> Model[List[Doc], List[Floats2d]]:
-    """Encoder-CRF tagger (Bothwell et al. 2023 §6.2, Fig. 6).
-
-    tok2vec: word vectors, List[Floats2d] each (n_words, width).
-    hidden_width: BiLSTM output width (two directions of hidden_width / 2).
-    lstm_depth: BiLSTM layers; 0 leaves the tok2vec output as the encoding.
-    dropout: dropout between BiLSTM layers and on the encoder output.
-    nO: number of tags (set by the component's ``initialize``).
-    repetition_features: concatenate :func:`RepetitionFeatures` to the
-    word vectors (distance to the same word before / after).
-    Returns a model mapping docs to CRF emissions, List[Floats2d] each
-    (n_words, nO), with refs ``tok2vec``, ``output_layer`` and ``crf``.
-    When the tok2vec width is unknown at construction (a transformer
-    listener), a linear projection to ``hidden_width`` precedes the BiLSTM.
-    """
-    width = tok2vec.get_dim("nO") if tok2vec.has_dim("nO") else None
-    layers: List[Model] = [tok2vec]
-    if repetition_features:
-        repetition = RepetitionFeatures()
-        layers = [concatenate(tok2vec, repetition)]
-        width = width + repetition.get_dim("nO") if width else None
-    if lstm_depth > 0:
-        if not width:
-            layers.append(with_array(Linear(hidden_width)))
-            width = hidden_width
-        layers.append(PackedBiLSTM(hidden_width, width, depth=lstm_depth, dropout=dropout))
-    if dropout > 0:
-        # dropout on the encoder output (Lample et al. 2016); no layer at 0
-        # so that models trained without it keep their layer structure
-        layers.append(Dropout(dropout))
-    output_layer = Linear(nO)
-    crf = CRF(nO)
-    model = chain(*layers, with_array(output_layer), crf)
-    model.set_ref("tok2vec", tok2vec)
-    model.set_ref("output_layer", output_layer)
-    model.set_ref("crf", crf)
-    return model
 
 
 @Language.factory(
@@ -247,10 +155,10 @@ class ParallelismLinker(TrainablePipe):
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.scheme = TagScheme(tagset, link)
+        TagScheme(tagset, link)  # raises for an unknown tag set or link type
         self.cfg = {"labels": [], "tagset": tagset, "link": link, "constrain": constrain, "spans_key": spans_key}
         self.scorer = scorer
-        self._mask_cache: Tuple[Tuple[str, ...], Optional[Mask]] = ((), None)
+        self._mask_cache: Tuple[tuple, Optional[Mask]] = ((), None)
 
     @property
     def labels(self) -> Tuple[str, ...]:
@@ -265,11 +173,21 @@ class ParallelismLinker(TrainablePipe):
     def spans_key(self) -> str:
         return self.cfg["spans_key"]
 
+    @property
+    def scheme(self) -> TagScheme:
+        """The tagging scheme, from ``cfg`` (so ``from_disk`` can never
+        leave it disagreeing with the saved tag set and link type)."""
+        key = (self.cfg["tagset"], self.cfg["link"])
+        if getattr(self, "_scheme", None) is None or self._scheme[0] != key:
+            self._scheme = (key, TagScheme(*key))
+        return self._scheme[1]
+
     def _mask(self) -> Optional[Mask]:
         if not self.cfg["constrain"]:
             return None
-        if self._mask_cache[0] != self.labels:
-            self._mask_cache = (self.labels, self.scheme.transition_mask(self.labels))
+        key = (self.labels, self.cfg["tagset"], self.cfg["link"])
+        if self._mask_cache[0] != key:
+            self._mask_cache = (key, self.scheme.transition_mask(self.labels))
         return self._mask_cache[1]
 
     def predict(self, docs: Iterable[Doc]) -> List[List[int]]:
@@ -418,32 +336,3 @@ class ParallelismLinker(TrainablePipe):
 
     def add_label(self, label: str) -> int:
         raise NotImplementedError("parallelism_linker derives its tags from the data in initialize().")
-
-
-@registry.readers("spacy_rhetoric.GoldTokensCorpus.v1")
-def create_gold_tokens_reader(path: str, limit: int = 0) -> Callable[[Language], Iterable[Example]]:
-    """Reader of whole documents with their gold tokenisation.
-
-    spaCy's ``Corpus`` with ``gold_preproc = true`` splits each doc into
-    sentences (losing paragraph-level span groups such as parallelisms whose
-    branches cross sentences); this reader keeps each DocBin doc whole and
-    builds the predicted doc from the gold words. Empty docs are skipped;
-    ``limit`` > 0 stops after that many docs. Raises spaCy's error naming the
-    path when it does not exist.
-    """
-    from spacy.tokens import DocBin
-    from spacy.util import ensure_path
-
-    def read(nlp: Language) -> Iterable[Example]:
-        loc = ensure_path(path)
-        if not loc.exists():
-            raise ValueError(f"Corpus file not found: {loc}")
-        for i, ref in enumerate(DocBin().from_disk(loc).get_docs(nlp.vocab)):
-            if limit and i >= limit:
-                break
-            if len(ref):
-                words = [t.text for t in ref]
-                spaces = [bool(t.whitespace_) for t in ref]
-                yield Example(Doc(nlp.vocab, words=words, spaces=spaces), ref)
-
-    return read

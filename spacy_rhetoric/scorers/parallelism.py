@@ -33,6 +33,7 @@ from scipy.optimize import linear_sum_assignment
 from spacy.training import Example
 from spacy.util import registry
 
+from ..annotation import same_tokens
 from ..spangroups import PARALLELISM_KEY, parallelism_offsets
 
 METRICS: Tuple[str, ...] = ("epm", "mpbm", "mbawo", "mwo")
@@ -204,13 +205,6 @@ def reference_scores(pairs: Iterable[Tuple[Groups, Groups]], metrics: Sequence[s
         result[metric] = {"p": p, "r": r, "f": f, "score": int(total.score),
                           "hyp_size": int(total.hypothesis_count), "ref_size": int(total.reference_count)}
     return result
-
-
-def same_tokens(example: Example) -> bool:
-    """Whether predicted and reference docs have identical tokens (fast path
-    that skips alignment)."""
-    x, y = example.predicted, example.reference
-    return len(x) == len(y) and x.text == y.text and bool((x.to_array("ORTH") == y.to_array("ORTH")).all())
 
 
 def example_groups(example: Example, key: str = PARALLELISM_KEY) -> Tuple[List[List[Branch]], List[List[Branch]]]:
