@@ -11,7 +11,7 @@ from spacy.training import Example
 from spacy_rhetoric.scorers.parallelism import (
     METRICS,
     document_counts,
-    prf,
+    prf_from_sizes,
     reference_scores,
     score_groups,
     score_parallelism,
@@ -124,13 +124,13 @@ def test_paper_example_and_edge_cases():
     ref = [[(0, 3), (5, 7), (9, 13)]]
     hyp = [[(0, 3), (5, 7), (9, 13)], [(20, 22), (23, 25)]]  # §5: one exact match, one spurious
     assert document_counts(hyp, ref, "epm") == (1, 2, 1)
-    assert prf(1, 2, 1) == pytest.approx((0.5, 1.0, 2 / 3))
+    assert prf_from_sizes(1, 2, 1) == pytest.approx((0.5, 1.0, 2 / 3))
     assert document_counts([[(0, 3), (5, 7)]], ref, "mpbm") == (2, 2, 3)
     assert document_counts([[(0, 3), (20, 22)]], ref, "mpbm") == (0, 2, 3)  # one shared branch earns nothing
     assert document_counts([[(0, 2), (5, 6)]], ref, "mbawo") == (3, 3, 9)
     assert document_counts([[(0, 2), (20, 21)]], ref, "mbawo") == (0, 3, 9)
     assert document_counts([[(0, 2), (20, 21)]], ref, "mwo") == (2, 3, 9)
-    assert document_counts([], [], "epm") == (0, 0, 0) and prf(0, 0, 0) == (0.0, 0.0, 0.0)
+    assert document_counts([], [], "epm") == (0, 0, 0) and prf_from_sizes(0, 0, 0) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="Unknown metric"):
         document_counts([], [], "bleu")
 

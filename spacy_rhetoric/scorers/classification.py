@@ -22,9 +22,10 @@ a predicted sentence with no coarse span is ``literal`` at every level.
 """
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Set, Tuple
+from collections import Counter, defaultdict
+from typing import Any, Callable, Dict, Hashable, Iterable, List, Set, Tuple
 
+from spacy.scorer import PRFScore
 from spacy.training import Example
 from spacy.util import registry
 
@@ -32,23 +33,41 @@ from ..annotation import LEVEL_SPAN_KEYS, annotated_labels, gold_sentence_labels
 from ..taxonomy import LEVELS, LITERAL, parent
 
 
-def prf(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
-    """Precision, recall and F1 from counts; 0.0 where undefined."""
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
-    return p, r, f
-
-
-def prf_zero_division_one(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
+def prf_zero_division_one(score: PRFScore) -> Tuple[float, float, float]:
     """P, R, F1 with scikit-learn's ``zero_division=1.0``, the convention of
     CERD's released evaluation code: an undefined P or R is 1.0, and F1 is
-    1.0 only when the label occurs neither in gold nor in predictions."""
+    1.0 only when the label occurs neither in gold nor in predictions.
+    (``PRFScore`` itself counts an undefined P or R as 0.0.)"""
+    tp, fp, fn = score.tp, score.fp, score.fn
     p = tp / (tp + fp) if tp + fp else 1.0
     r = tp / (tp + fn) if tp + fn else 1.0
     if tp + fp + fn == 0:
         return 1.0, 1.0, 1.0
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def label_scores(pairs: Iterable[Tuple[Set[Hashable], Set[Hashable]]], label_of: Callable[[Any], str] = str) -> Dict[str, PRFScore]:
+    """One spaCy ``PRFScore`` per label, counted over ``(gold, predicted)``
+    sets of items; ``label_of`` gives an item's label (the item itself for
+    label sets, the first field of a ``(label, start, end)`` span tuple)."""
+    scores: Dict[str, PRFScore] = defaultdict(PRFScore)
+    for gold, pred in pairs:
+        for lab in {label_of(x) for x in gold | pred}:
+            scores[lab].score_set({x for x in pred if label_of(x) == lab}, {x for x in gold if label_of(x) == lab})
+    return dict(sorted(scores.items()))
+
+
+def micro_macro(per_label: Dict[str, PRFScore]) -> Tuple[Dict[str, float], Dict[str, float], Dict[str, Dict[str, float]]]:
+    """Micro scores (counts summed), macro scores (mean of the per-label
+    P, R, F over the labels present) and the per-label ``{"p", "r", "f"}``;
+    P or R of a label without predictions or gold is 0.0 (``PRFScore``)."""
+    micro = PRFScore()
+    for score in per_label.values():
+        micro += score
+    per_type = {lab: {"p": s.precision, "r": s.recall, "f": s.fscore} for lab, s in per_label.items()}
+    n = len(per_type)
+    macro = {m: (sum(v[m] for v in per_type.values()) / n if n else 0.0) for m in "prf"}
+    return {"p": micro.precision, "r": micro.recall, "f": micro.fscore}, macro, per_type
 
 
 def set_scores(pairs: List[Tuple[Set[str], Set[str]]], prefix: str) -> Dict[str, Any]:
@@ -64,35 +83,20 @@ def set_scores(pairs: List[Tuple[Set[str], Set[str]]], prefix: str) -> Dict[str,
     keys = ["em", "micro_p", "micro_r", "micro_f", "macro_p", "macro_r", "macro_f", "per_type", "macro_zd1"]
     if not pairs:
         return {f"{prefix}_{k}": None for k in keys}
-    tp, fp, fn = Counter(), Counter(), Counter()
-    exact = 0
-    for gold, pred in pairs:
-        exact += gold == pred
-        for lab in gold & pred:
-            tp[lab] += 1
-        for lab in pred - gold:
-            fp[lab] += 1
-        for lab in gold - pred:
-            fn[lab] += 1
-    micro = prf(sum(tp.values()), sum(fp.values()), sum(fn.values()))
-    per_type = {}
-    for lab in sorted(set(tp) | set(fp) | set(fn)):
-        p, r, f = prf(tp[lab], fp[lab], fn[lab])
-        per_type[lab] = {"p": p, "r": r, "f": f}
-    n = len(per_type)
-    macro = tuple(sum(s[m] for s in per_type.values()) / n if n else 0.0 for m in "prf")
-    zd1 = [prf_zero_division_one(tp[lab], fp[lab], fn[lab]) for lab in per_type]
-    macro_zd1 = {m: (sum(v[i] for v in zd1) / n if n else 1.0) for i, m in enumerate("prf")}
+    per_label = label_scores(pairs)
+    micro, macro, per_type = micro_macro(per_label)
+    n = len(per_label)
+    zd1 = [prf_zero_division_one(s) for s in per_label.values()]
     return {
-        f"{prefix}_em": exact / len(pairs),
-        f"{prefix}_micro_p": micro[0],
-        f"{prefix}_micro_r": micro[1],
-        f"{prefix}_micro_f": micro[2],
-        f"{prefix}_macro_p": macro[0],
-        f"{prefix}_macro_r": macro[1],
-        f"{prefix}_macro_f": macro[2],
+        f"{prefix}_em": sum(gold == pred for gold, pred in pairs) / len(pairs),
+        f"{prefix}_micro_p": micro["p"],
+        f"{prefix}_micro_r": micro["r"],
+        f"{prefix}_micro_f": micro["f"],
+        f"{prefix}_macro_p": macro["p"],
+        f"{prefix}_macro_r": macro["r"],
+        f"{prefix}_macro_f": macro["f"],
         f"{prefix}_per_type": per_type,
-        f"{prefix}_macro_zd1": macro_zd1,
+        f"{prefix}_macro_zd1": {m: (sum(v[i] for v in zd1) / n if n else 1.0) for i, m in enumerate("prf")},
     }
 
 

@@ -25,12 +25,6 @@ def _boundaries(spans: Iterable[Span]) -> Set[int]:
     return set(ends[:-1])
 
 
-def _update(score: PRFScore, gold: Set[int], pred: Set[int]) -> None:
-    score.tp += len(gold & pred)
-    score.fp += len(pred - gold)
-    score.fn += len(gold - pred)
-
-
 def score_clauses(examples: Iterable[Example], spans_key: str = "clauses", **_) -> Dict[str, Optional[float]]:
     """``clause_boundary_{p,r,f}`` over examples whose reference has
     ``doc.spans[spans_key]``, ``sent_boundary_{p,r,f}`` over examples whose
@@ -41,11 +35,11 @@ def score_clauses(examples: Iterable[Example], spans_key: str = "clauses", **_) 
         gold, pred = eg.reference, eg.predicted
         if spans_key in gold.spans:
             n_clause += 1
-            _update(clause, _boundaries(gold.spans[spans_key]), _boundaries(pred.spans.get(spans_key, [])))
+            clause.score_set(_boundaries(pred.spans.get(spans_key, [])), _boundaries(gold.spans[spans_key]))
         if gold.has_annotation("SENT_START") and len(gold):
             n_sent += 1
             pred_sents = pred.sents if pred.has_annotation("SENT_START") else [pred[:]]
-            _update(sent, _boundaries(gold.sents), _boundaries(pred_sents))
+            sent.score_set(_boundaries(pred_sents), _boundaries(gold.sents))
     out: Dict[str, Optional[float]] = {}
     for name, prf, n in (("clause_boundary", clause, n_clause), ("sent_boundary", sent, n_sent)):
         for key, value in (("p", prf.precision), ("r", prf.recall), ("f", prf.fscore)):

@@ -17,7 +17,6 @@ Only component types the reference doc annotates
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from spacy.tokens import Doc, Span
@@ -26,7 +25,7 @@ from spacy.util import registry
 
 from ..annotation import COMPONENTS_KEY, LEVEL_SPAN_KEYS, annotated_components, labels_in, sentence_spans
 from ..taxonomy import LITERAL, REQUIRED_COMPONENTS
-from .classification import prf
+from .classification import label_scores, micro_macro
 
 PREFIX = "rhetoric_components"
 
@@ -43,31 +42,18 @@ def strict_span_scores(pairs: Sequence[Tuple[Set[tuple], Set[tuple]]], prefix: s
     ``_per_type`` (type -> {"p", "r", "f"}); ``None`` values without any
     gold or predicted span.
     """
-    tp, fp, fn = Counter(), Counter(), Counter()
-    for gold, pred in pairs:
-        for t in gold & pred:
-            tp[t[0]] += 1
-        for t in pred - gold:
-            fp[t[0]] += 1
-        for t in gold - pred:
-            fn[t[0]] += 1
-    types = sorted(set(tp) | set(fp) | set(fn))
+    per_label = label_scores(pairs, label_of=lambda t: t[0])
     keys = ["p", "r", "f", "macro_p", "macro_r", "macro_f", "per_type"]
-    if not types:
+    if not per_label:
         return {f"{prefix}_{k}": None for k in keys}
-    micro = prf(sum(tp.values()), sum(fp.values()), sum(fn.values()))
-    per_type = {}
-    for t in types:
-        p, r, f = prf(tp[t], fp[t], fn[t])
-        per_type[t] = {"p": p, "r": r, "f": f}
-    macro = [sum(v[m] for v in per_type.values()) / len(types) for m in "prf"]
+    micro, macro, per_type = micro_macro(per_label)
     return {
-        f"{prefix}_p": micro[0],
-        f"{prefix}_r": micro[1],
-        f"{prefix}_f": micro[2],
-        f"{prefix}_macro_p": macro[0],
-        f"{prefix}_macro_r": macro[1],
-        f"{prefix}_macro_f": macro[2],
+        f"{prefix}_p": micro["p"],
+        f"{prefix}_r": micro["r"],
+        f"{prefix}_f": micro["f"],
+        f"{prefix}_macro_p": macro["p"],
+        f"{prefix}_macro_r": macro["r"],
+        f"{prefix}_macro_f": macro["f"],
         f"{prefix}_per_type": per_type,
     }
 

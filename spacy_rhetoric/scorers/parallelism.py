@@ -150,7 +150,7 @@ def document_counts(hypotheses: Groups, references: Groups, metric: str) -> Tupl
     return all_document_counts(hypotheses, references)[metric]
 
 
-def prf(score: int, hyp_size: int, ref_size: int) -> Tuple[float, float, float]:
+def prf_from_sizes(score: float, hyp_size: int, ref_size: int) -> Tuple[float, float, float]:
     """Precision, recall and F1 from summed counts (pyrallelism's conventions:
     a zero size gives 0.0, and P = R = 0 gives F = 0.0)."""
     p = score / hyp_size if hyp_size else 0.0
@@ -180,7 +180,7 @@ def score_groups(pairs: Iterable[Tuple[Groups, Groups]], metrics: Sequence[str] 
     result = {}
     for m in metrics:
         score, hyp_size, ref_size = totals[m]
-        p, r, f = prf(score, hyp_size, ref_size)
+        p, r, f = prf_from_sizes(score, hyp_size, ref_size)
         result[m] = {"p": p, "r": r, "f": f, "score": score, "hyp_size": hyp_size, "ref_size": ref_size}
     return result
 
