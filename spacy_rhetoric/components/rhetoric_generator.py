@@ -34,10 +34,10 @@ from spacy.tokens import Doc, Span
 from spacy.util import ensure_path, minibatch, registry
 
 from ..llm.base import Completion, LLMBackend
-from ..llm.completion import STOP as COMPLETION_STOP
-from ..llm.completion import parse_completion, render_rg_completion, select_shots
-from ..llm.prompts import RG_DEVICES, ParsedAnswer, parse_generation, rg_messages
+from ..llm.completion import select_shots
+from ..llm.prompts import RG_DEVICES, ParsedAnswer
 from ..llm.records import RGRecord, read_jsonl, split_sentences
+from ..llm.tasks import PROMPT_STYLES, RGRequest, make_rg_task
 from ..taxonomy import LITERAL, OBJECT_COMPONENT
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,6 @@ logger = logging.getLogger(__name__)
 #: ``scorer(candidates, *, context, rhetoric, object, logprobs) -> scores``
 Reranker = Callable[..., List[float]]
 POLICIES = ("none", "literal", "all")
-PROMPT_STYLES = ("instruction", "completion")
 OBJECT_POS = ("NOUN", "PROPN")
 
 if not Doc.has_extension("rhetoric_suggestions"):
@@ -403,35 +402,30 @@ class RhetoricGenerator:
                 entry["failures"] = [{"raw": c.raw, "error": c.error} for c in cands if not c.ok]
         return docs
 
+    @property
+    def task(self):
+        """The RG task of ``cfg`` (:mod:`spacy_rhetoric.llm.tasks`): it makes
+        the prompts, asks the backend and parses the answers."""
+        shots = {dev: [RGRecord(**s) for s in recs] for dev, recs in self.cfg.get("shots", {}).items()}
+        return make_rg_task(self.cfg.get("prompt_style", "instruction"), language=self.cfg["language"], shots=shots)
+
     def _run(self, jobs: List[tuple], n: int) -> List[List[Candidate]]:
         """jobs: ``(context, rhetoric, object, original)``; one backend call."""
-        decoding = {"n": n, "temperature": self.cfg["temperature"], "max_new_tokens": self.cfg["max_new_tokens"]}
-        if self.cfg["prompt_style"] == "completion":
-            prompts = [render_rg_completion(r, o, ctx, self._shots(r)) for ctx, r, o, _ in jobs]
-            answers = self.backend.complete(prompts, stop=COMPLETION_STOP, **decoding)
-        else:
-            lang = self.cfg["language"]
-            convs = [rg_messages(r, o, ctx, language=lang, original=orig) for ctx, r, o, orig in jobs]
-            answers = self.backend.chat(convs, **decoding)
-        return [self._rank(job, comps) for job, comps in zip(jobs, answers)]
+        task = self.task
+        requests = [RGRequest(list(ctx), r, o, orig) for ctx, r, o, orig in jobs]
+        answers = task.call(self.backend, task.generate_prompts(requests), n=n,
+                            temperature=self.cfg["temperature"], max_new_tokens=self.cfg["max_new_tokens"])
+        parsed = task.parse_responses(answers)
+        return [self._rank(job, comps, p) for job, comps, p in zip(jobs, answers, parsed)]
 
-    def _shots(self, rhetoric: str) -> List[RGRecord]:
-        return [RGRecord(**shot) for shot in self.cfg["shots"].get(rhetoric, [])]
-
-    def _parse(self, text: str) -> ParsedAnswer:
-        if self.cfg.get("prompt_style") == "completion":
-            return parse_completion(text)
-        return parse_generation(text)
-
-    def _rank(self, job: tuple, completions: List[Completion]) -> List[Candidate]:
+    def _rank(self, job: tuple, completions: List[Completion], answers: List[ParsedAnswer]) -> List[Candidate]:
         context, rhetoric, obj, _ = job
         good: Dict[str, Candidate] = {}
         failures: List[Candidate] = []
-        for comp in completions:
+        for comp, parsed in zip(completions, answers):
             if not comp.ok:
                 failures.append(Candidate("", None, None, comp.text, error=comp.error))
                 continue
-            parsed = self._parse(comp.text)
             if not parsed.ok:
                 failures.append(Candidate("", None, comp.logprob, comp.text, error=parsed.error))
                 continue

@@ -25,15 +25,11 @@ import json
 import re
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-import jinja2
-
 from ..llm.base import LLMBackend
-from ..taxonomy import zh_name
-
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+from ..llm.prompts import template_environment
+from ..taxonomy import COMPONENT_ZH, OBJECT_COMPONENT, zh_name
 
 #: The five dimensions (key, Chinese name, definition written for the prompt).
 DIMENSIONS: Tuple[Tuple[str, str, str], ...] = (
@@ -70,7 +66,7 @@ DIMENSIONS: Tuple[Tuple[str, str, str], ...] = (
 )
 
 #: Chinese role name of the object slot per coarse device (CERD RG prompt).
-OBJECT_ROLE = {"metaphor": "本体", "personification": "比拟对象", "hyperbole": "夸张对象"}
+OBJECT_ROLE = {device: COMPONENT_ZH[role] for device, role in OBJECT_COMPONENT.items()}
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -79,20 +75,10 @@ class JudgeParseError(ValueError):
     """An answer is not the JSON object the prompt asked for."""
 
 
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
 def render(template: str, **variables: Any) -> str:
     """Render ``prompts/<template>.jinja2``; raises jinja2's UndefinedError
     when a variable is missing."""
-    return _env().get_template(f"{template}.jinja2").render(**variables).strip()
+    return template_environment().get_template(f"{template}.jinja2").render(**variables).strip()
 
 
 def parse_json_object(text: str, fields: Dict[str, Callable[[Any], bool]]) -> Dict[str, Any]:

@@ -30,7 +30,7 @@ from importlib import resources
 from typing import Dict, List, Optional, Sequence
 
 from ..taxonomy import COARSE_ZH, COMPONENT_ZH, OBJECT_COMPONENT
-from .prompts import RG_DEVICES, ParsedAnswer, _environment
+from .prompts import RG_DEVICES, ParsedAnswer, template_environment
 from .records import RGRecord, read_jsonl
 
 TEMPLATE = "rg_completion_zh.jinja2"
@@ -75,7 +75,7 @@ def render_rg_completion(
         raise ValueError("RG object is empty")
     request = RGRecord(rhetoric, object, "", list(previous_sentences))
     items = [_item(s, True) for s in shots] + [_item(request, False)]
-    return _environment().get_template(TEMPLATE).render(items=items).rstrip("\n")
+    return template_environment().get_template(TEMPLATE).render(items=items).rstrip("\n")
 
 
 def completion_target(record: RGRecord) -> str:

@@ -31,7 +31,9 @@ ANSWER_FIELD = "generation"
 
 
 @lru_cache(maxsize=None)
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
+    """The one Jinja environment of every prompt template in
+    ``spacy_rhetoric/prompts`` (RG, completion and judge prompts)."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("spacy_rhetoric", "prompts"),
         undefined=jinja2.StrictUndefined,
@@ -65,7 +67,7 @@ def render_rg_prompt(
     if not object or not object.strip():
         raise ValueError("RG object is empty")
     role = OBJECT_COMPONENT[rhetoric]
-    template = _environment().get_template(RG_TEMPLATES[language])
+    template = template_environment().get_template(RG_TEMPLATES[language])
     return template.render(
         rhetoric=rhetoric,
         rhetoric_zh=COARSE_ZH[rhetoric],

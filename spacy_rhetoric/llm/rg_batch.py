@@ -80,13 +80,9 @@ def _line(i: int, rec: RGRecord, system: str, candidates: List[str], prompt: Opt
 
 
 def _prompt_text(generator: Any, rec: RGRecord) -> str:
-    from .completion import render_rg_completion
-    from .prompts import render_rg_prompt
+    from .tasks import RGRequest
 
-    context = generator._clip_context(rec.previous_sentences)
-    if generator.cfg["prompt_style"] == "completion":
-        return render_rg_completion(rec.rhetoric, rec.object, context, generator._shots(rec.rhetoric))
-    return render_rg_prompt(rec.rhetoric, rec.object, context, language=generator.cfg["language"])
+    return generator.task.prompt_text(RGRequest(generator._clip_context(rec.previous_sentences), rec.rhetoric, rec.object))
 
 
 def generate_records(
