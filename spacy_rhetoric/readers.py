@@ -22,6 +22,8 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from spacy.util import registry
 
+from .errors import Errors
+
 
 def gold_word_example(nlp: Language, reference: Doc, gold_sents: bool = False) -> Example:
     """Example whose predicted doc has the reference's words and spaces (and
@@ -45,9 +47,9 @@ def _docbin_files(path: Union[str, Path]) -> List[Path]:
     elif path.exists():
         files = [path]
     else:
-        raise ValueError(f"Corpus path not found: {path}")
+        raise ValueError(Errors.R201.format(path=path))
     if not files:
-        raise ValueError(f"No .spacy files under {path}")
+        raise ValueError(Errors.R202.format(path=path))
     return files
 
 
@@ -80,7 +82,7 @@ def create_corpora_reader(
     Raises ValueError for an empty ``paths`` or a path without DocBins.
     """
     if not paths:
-        raise ValueError("spacy_rhetoric.Corpora.v1 needs at least one path")
+        raise ValueError(Errors.R203)
     if isinstance(exclude, str):
         exclude = [exclude]
     exclude = list(exclude or ())

@@ -33,6 +33,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 
+from .errors import Errors
+
 TAGSETS: Tuple[str, ...] = ("BIO", "BIOE", "BIOJ", "BIOM", "BIOJE", "BIOME", "BIOMJ", "BIOMJE")
 LINK_TYPES: Tuple[str, ...] = ("token", "branch")
 #: Tag types; ``L`` is the internal name of a linked ``B`` (a non-initial branch start).
@@ -44,9 +46,9 @@ Parallelism = List[Branch]
 
 def _check_scheme(tagset: str, link: str) -> None:
     if tagset not in TAGSETS:
-        raise ValueError(f"Unknown tag set {tagset!r}; expected one of {', '.join(TAGSETS)}.")
+        raise ValueError(Errors.R107.format(tagset=tagset, tagsets=", ".join(TAGSETS)))
     if link not in LINK_TYPES:
-        raise ValueError(f"Unknown link type {link!r}; expected one of {', '.join(LINK_TYPES)}.")
+        raise ValueError(Errors.R108.format(link=link, links=", ".join(LINK_TYPES)))
 
 
 def parse_tag(tag: str) -> Tuple[str, Optional[int]]:
@@ -136,7 +138,7 @@ def decode(tags: Sequence[str], link: str = "token") -> List[Parallelism]:
     Raises ValueError for an unknown link type or tag string (naming its position).
     """
     if link not in LINK_TYPES:
-        raise ValueError(f"Unknown link type {link!r}; expected one of {', '.join(LINK_TYPES)}.")
+        raise ValueError(Errors.R108.format(link=link, links=", ".join(LINK_TYPES)))
     branches: List[List[int]] = []  # [start, end, link or None]
     open_branch: Optional[List] = None
     for i, tag in enumerate(tags):

@@ -142,7 +142,7 @@ def test_thinc_layer_loss_and_decode():
         emissions = [e - 0.1 * d for e, d in zip(emissions, d_emit)]
     assert loss < first / 10
     assert crf_decode(layer, emissions) == gold
-    with pytest.raises(ValueError, match="Gold sequence"):
+    with pytest.raises(ValueError, match=r"\[R109\]"):
         crf_loss(layer, emissions, [[0], [], [1]])
 
 

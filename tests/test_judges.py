@@ -8,10 +8,10 @@ import json
 import pytest
 
 from fake_openai import FakeOpenAIServer, malformed, slow, valid
+from spacy_rhetoric.errors import JudgeParseError
 from spacy_rhetoric.evaluation.judges import (
     DIMENSIONS,
     GenerationItem,
-    JudgeParseError,
     MetaphorJudge,
     PairwiseRanker,
     SingleAnswerRater,

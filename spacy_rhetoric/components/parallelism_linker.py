@@ -27,6 +27,9 @@ from thinc.api import Config, Model, set_dropout_rate
 from thinc.types import Floats2d
 
 from ..annotation import annotated_labels, clip_to_paragraph, same_tokens
+from spacy.errors import Errors as SpacyErrors
+
+from ..errors import Errors
 from ..crf import Mask, crf_decode, crf_loss
 from ..ml import parallelism_tagger as _architecture  # noqa: F401  registers ParallelismTagger.v1
 from ..scorers.parallelism import score_parallelism
@@ -255,7 +258,7 @@ class ParallelismLinker(TrainablePipe):
             if tag not in index:
                 typ, value = parse_tag(tag)
                 if typ != "L" or not links:
-                    raise ValueError(f"Tag {tag!r} is not among the labels of '{self.name}'; re-initialize on this data.")
+                    raise ValueError(Errors.R102.format(tag=tag, name=self.name))
                 tag = min(links, key=lambda lv: abs(lv[0] - value))[1]
             ids.append(index[tag])
         return ids
@@ -331,8 +334,8 @@ class ParallelismLinker(TrainablePipe):
         self.model.get_ref("crf").set_dim("nO", n_tags)
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
         if not sample:
-            raise ValueError(f"'{self.name}' needs at least one non-empty training document to initialize.")
+            raise ValueError(Errors.R101.format(name=self.name))
         self.model.initialize(X=sample)
 
     def add_label(self, label: str) -> int:
-        raise NotImplementedError("parallelism_linker derives its tags from the data in initialize().")
+        raise NotImplementedError(SpacyErrors.E931.format(parent="ParallelismLinker", method="add_label", name=self.name))

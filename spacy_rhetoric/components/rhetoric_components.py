@@ -29,6 +29,7 @@ from thinc.api import Config, Model
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..annotation import COMPONENTS_KEY, annotated_components, clip_to_paragraph
+from ..errors import Errors
 from ..scorers.components import score_rhetoric_components
 from ..taxonomy import COMPONENT_LABELS
 from .rhetoric_textcat import DEFAULT_MODEL_CONFIG
@@ -96,7 +97,7 @@ class RhetoricComponents(SpanCategorizer):
     ) -> None:
         """Raises ValueError for a threshold outside [0, 1]."""
         if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+            raise ValueError(Errors.R104.format(key="threshold", value=threshold))
         super().__init__(
             vocab,
             model,
@@ -115,7 +116,7 @@ class RhetoricComponents(SpanCategorizer):
     def add_label(self, label: str) -> int:
         """Add a component label; raises ValueError outside the taxonomy."""
         if label not in COMPONENT_LABELS:
-            raise ValueError(f"{label!r} is not a component label ({', '.join(COMPONENT_LABELS)}).")
+            raise ValueError(Errors.R106.format(label=label, labels=", ".join(COMPONENT_LABELS)))
         return super().add_label(label)
 
     def label_mask(self, examples: Iterable[Example]) -> numpy.ndarray:

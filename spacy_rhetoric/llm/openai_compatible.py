@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import httpx
 
+from ..errors import RequestFailed
 from .base import Completion, Message, registry
 
 logger = logging.getLogger(__name__)
@@ -39,15 +40,6 @@ RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 60.0
 #: How much of an error body is quoted in an error message (characters).
 ERROR_BODY_CHARS = 300
-
-
-class _RequestFailed(Exception):
-    """Internal: one request attempt failed; ``retry`` says whether to retry."""
-
-    def __init__(self, message: str, *, retry: bool, wait: Optional[float] = None):
-        super().__init__(message)
-        self.retry = retry
-        self.wait = wait
 
 
 def redact(text: str, secret: Optional[str]) -> str:
@@ -209,7 +201,7 @@ class OpenAICompatibleBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 return self._request_once(client, headers, body, attempt + 1)
-            except _RequestFailed as err:
+            except RequestFailed as err:
                 last_error = redact(str(err), key)
                 if not err.retry or attempt == self.max_retries:
                     break
@@ -232,9 +224,9 @@ class OpenAICompatibleBackend:
         try:
             resp = client.post(self.url, json=body, headers=headers)
         except httpx.TimeoutException:
-            raise _RequestFailed(f"timeout after {self.timeout:g} s", retry=True)
+            raise RequestFailed(f"timeout after {self.timeout:g} s", retry=True)
         except httpx.TransportError as err:
-            raise _RequestFailed(f"connection error: {type(err).__name__}: {err}", retry=True)
+            raise RequestFailed(f"connection error: {type(err).__name__}: {err}", retry=True)
         if resp.status_code != 200:
             raise self._http_error(resp)
         try:
@@ -243,14 +235,14 @@ class OpenAICompatibleBackend:
             if not isinstance(choices, list) or not choices:
                 raise ValueError("no choices")
         except (ValueError, KeyError, TypeError) as err:
-            raise _RequestFailed(
+            raise RequestFailed(
                 f"malformed response from server ({type(err).__name__}: {err}): "
                 f"{resp.text[:ERROR_BODY_CHARS]!r}",
                 retry=False,
             )
         return [self._completion(choice, data, attempt) for choice in choices]
 
-    def _http_error(self, resp: httpx.Response) -> _RequestFailed:
+    def _http_error(self, resp: httpx.Response) -> RequestFailed:
         status = resp.status_code
         message = f"HTTP {status}: {resp.text[:ERROR_BODY_CHARS]}"
         if status in (401, 403) and self.api_key_env:
@@ -262,7 +254,7 @@ class OpenAICompatibleBackend:
                 wait = min(MAX_RETRY_AFTER_S, max(0.0, float(retry_after)))
             except ValueError:
                 wait = None
-        return _RequestFailed(message, retry=status in RETRY_STATUSES, wait=wait)
+        return RequestFailed(message, retry=status in RETRY_STATUSES, wait=wait)
 
     @staticmethod
     def _completion(choice: Dict[str, Any], data: Dict[str, Any], attempt: int) -> Completion:

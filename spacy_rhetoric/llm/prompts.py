@@ -20,6 +20,7 @@ from typing import List, Optional, Sequence
 
 import jinja2
 
+from ..errors import Errors
 from ..taxonomy import COARSE_ZH, COMPONENT_ZH, OBJECT_COMPONENT
 from .base import Message
 
@@ -61,11 +62,11 @@ def render_rg_prompt(
     Raises ``ValueError`` for an unknown device or language or an empty object.
     """
     if rhetoric not in OBJECT_COMPONENT:
-        raise ValueError(f"RG device must be one of {RG_DEVICES}, got {rhetoric!r}")
+        raise ValueError(Errors.R001.format(devices=RG_DEVICES, value=rhetoric))
     if language not in RG_TEMPLATES:
-        raise ValueError(f"prompt language must be one of {sorted(RG_TEMPLATES)}, got {language!r}")
+        raise ValueError(Errors.R008.format(languages=sorted(RG_TEMPLATES), value=language))
     if not object or not object.strip():
-        raise ValueError("RG object is empty")
+        raise ValueError(Errors.R002)
     role = OBJECT_COMPONENT[rhetoric]
     template = template_environment().get_template(RG_TEMPLATES[language])
     return template.render(

@@ -23,6 +23,7 @@ import random
 from pathlib import Path
 from typing import Any, Iterable, List, Optional, Sequence, Set, Union
 
+from ..errors import Errors
 from .records import RGRecord
 
 HUMAN = "human"
@@ -104,7 +105,7 @@ def generate_records(
     from tqdm import tqdm
 
     if generator is None and system != HUMAN:
-        raise ValueError(f"system {system!r} needs a generator (only {HUMAN!r} copies the references)")
+        raise ValueError(Errors.R012.format(system=system, human=HUMAN))
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     if resume:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..errors import Errors
 from .base import Completion
 from .completion import STOP, parse_completion, render_rg_completion
 from .prompts import ParsedAnswer, parse_generation, render_rg_prompt, rg_messages
@@ -89,4 +90,4 @@ def make_rg_task(prompt_style: str, *, language: str = "zh", shots: Optional[Dic
         return InstructionRGTask(language)
     if prompt_style == "completion":
         return CompletionRGTask(dict(shots or {}))
-    raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, got {prompt_style!r}")
+    raise ValueError(Errors.R003.format(styles=PROMPT_STYLES, value=prompt_style))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from typing import Any, List, Optional, Sequence, Tuple
 
+from ..errors import Errors
 from .base import Completion, Message, registry
 
 logger = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ class TransformersBackend:
     """Chat with a local causal LM.
 
     model_path: directory (or cached model name) of the base model and
-        tokenizer; the tokenizer must have a chat template.
+        tokenizer (a chat template is needed for :meth:`chat` only).
     adapter_path: optional peft LoRA adapter directory (peft format, e.g.
         written by ``rhetoric finetune``).
     device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda:0"``, ...
@@ -73,9 +74,9 @@ class TransformersBackend:
         repetition_penalty: float = 1.0,
     ) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise ValueError(Errors.R007.format(name="batch_size", minimum=1, value=batch_size))
         if not 0 < top_p <= 1 or repetition_penalty <= 0:
-            raise ValueError(f"need 0 < top_p <= 1 and repetition_penalty > 0, got {top_p}, {repetition_penalty}")
+            raise ValueError(Errors.R015.format(top_p=top_p, repetition_penalty=repetition_penalty))
         self.model_path = str(model_path)
         self.adapter_path = str(adapter_path) if adapter_path else None
         self.device = device
@@ -181,7 +182,7 @@ class TransformersBackend:
         self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int, stop_text: Optional[str]
     ) -> List[List[Completion]]:
         if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
+            raise ValueError(Errors.R007.format(name="n", minimum=1, value=n))
         results: List[Optional[List[Completion]]] = [None] * len(prompts)
         todo = []
         for i, ids in enumerate(prompts):
@@ -219,10 +220,7 @@ class TransformersBackend:
     # -- internals --------------------------------------------------------
     def _prompt_ids(self, conversation: Sequence[Message]) -> List[int]:
         if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError(
-                f"tokenizer at {self.model_path} has no chat template: a base LM takes "
-                "completion prompts (rhetoric_generator prompt_style 'completion')"
-            )
+            raise ValueError(Errors.R005.format(path=self.model_path))
         text = self.tokenizer.apply_chat_template(
             list(conversation), add_generation_prompt=True, tokenize=False
         )
@@ -311,10 +309,7 @@ def load_local_tokenizer(model_path: str) -> Any:
     try:
         return AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
     except (OSError, ValueError) as err:
-        raise OSError(
-            f"model {str(model_path)!r} is not available locally (local_files_only=True; "
-            f"nothing is downloaded): {type(err).__name__}"
-        ) from err
+        raise OSError(Errors.R006.format(path=str(model_path), reason=type(err).__name__)) from err
 
 
 def _prepare_tokenizer(tokenizer: Any) -> None:

@@ -30,6 +30,8 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
+from ..errors import Errors
+
 
 def paragraph_bounds(doc: Doc) -> List[Tuple[int, int]]:
     """Token ranges ``[(start, end), ...]`` of the paragraphs of ``doc``,
@@ -139,7 +141,7 @@ def configure_paragraph_strided_spans(window: int, stride: int) -> Callable[[Ite
     through the ``spacy_span_getters`` entry point (the registry belongs to
     spacy-transformers). Raises ``ValueError`` when ``stride > window``."""
     if stride > window:
-        raise ValueError(f"stride ({stride}) must be <= window ({window}): tokens would be skipped")
+        raise ValueError(Errors.R204.format(stride=stride, window=window))
 
     def get_spans(docs: Iterable[Doc]) -> List[List[Span]]:
         out = []
