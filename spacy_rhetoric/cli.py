@@ -747,6 +747,36 @@ def evaluate_parallelism_cmd(
     msg.good(f"wrote {output} and {output.with_suffix('.md')}")
 
 
+@app.command("evaluate-essays")
+def evaluate_essays_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline folder, e.g. pipelines/zh_rhetoric"),
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold paragraph DocBin with essay_id/para_id, e.g. corpus/pse-i/test.spacy"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write all scores as JSON here"),
+    before: bool = typer.Option(False, "--before", help="Load the pipeline with the encoders that read across line breaks (spacy.Tok2Vec.v2, spacy-transformers.strided_spans.v1; same weights)"),
+    gold_sents: bool = typer.Option(True, "--gold-sents/--no-gold-sents", help="Give the pipeline the gold sentence starts"),
+    threads: int = typer.Option(1, "--threads", min=1, help="torch threads"),
+) -> None:
+    """Paragraph-level nlp.evaluate vs the same scorers on whole essays
+    (paragraphs joined by line breaks, the prediction cut back per
+    paragraph), on gold words."""
+    import torch
+    from wasabi import msg
+
+    from .evaluation.whole_essays import evaluate_whole_essays, headline_rows
+
+    torch.set_num_threads(threads)
+    try:
+        r = evaluate_whole_essays(model, data, before=before, gold_sents=gold_sents, output=output)
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    msg.table(headline_rows(r), header=("score", "paragraphs", "whole essays"), divider=True,
+              title=f"{model} ({', '.join(r['encoders']) or 'no paragraph-wise encoder'}) on {data}: {r['cut']['essays']} essays, {r['n_paragraphs']} paragraphs")
+    msg.info("cut: " + ", ".join(f"{k} {v}" for k, v in r["cut"].items()))
+    msg.info("paragraphs predicted differently in the essay: " + ", ".join(f"{k} {v}" for k, v in r["changed"].items()))
+    if output is not None:
+        msg.good(f"wrote {output}")
+
+
 @benchmark_app.command("parallelism")
 def benchmark_parallelism_cmd(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline with a parallelism_linker"),
