@@ -60,9 +60,10 @@ def nlp():
 
 def test_paragraph_bounds_cover_every_token_once(nlp):
     doc = _doc(nlp, [["题", "目"], ["\n"], ["第", "一", "段", "。"], ["\n", "\n", " "], ["第", "二"]])
-    assert paragraph_bounds(doc) == [(0, 3), (3, 10), (10, 12)]
+    assert paragraph_bounds(doc) == [(0, 2), (2, 3), (3, 7), (7, 10), (10, 12)]
     assert paragraph_bounds(_doc(nlp, [["一", "句", "。"]])) == [(0, 3)]
-    assert paragraph_bounds(_doc(nlp, [["一", "。", "\n"]])) == [(0, 3)]
+    assert paragraph_bounds(_doc(nlp, [["一", "。", "\n"]])) == [(0, 2), (2, 3)]
+    assert paragraph_bounds(_doc(nlp, [["一", " ", "\n", "二"]])) == [(0, 1), (1, 3), (3, 4)]
     assert paragraph_bounds(Doc(nlp.vocab, words=[])) == [(0, 0)]
     # A space without a line break does not end a paragraph.
     assert paragraph_bounds(_doc(nlp, [["甲", " ", "乙"]])) == [(0, 3)]
@@ -78,7 +79,8 @@ def test_layer_equals_tok2vec_on_a_paragraph_and_splits_an_essay(nlp):
     assert numpy.array_equal(para.predict([single])[0], plain.predict([single])[0])
     Y = para.predict([essay])[0]
     assert Y.shape == (len(essay), 16)
-    alone = plain.predict([_doc(nlp, [p1]), _doc(nlp, [p2])])
+    # each paragraph is encoded as the same text without its line break
+    alone = plain.predict([_doc(nlp, [p1[:-1]]), _doc(nlp, [["\n"]]), _doc(nlp, [p2])])
     assert numpy.allclose(Y, numpy.concatenate(alone), atol=1e-6)
     assert not numpy.allclose(Y, plain.predict([essay])[0], atol=1e-3)
     # Gradients reach the embeddings through the split.
@@ -92,7 +94,7 @@ def test_transformer_windows_restart_at_line_breaks(nlp):
     get_spans = configure_paragraph_strided_spans(window=4, stride=3)
     doc = _doc(nlp, [list("一二三四五六"), ["\n"], list("七八")])
     spans = get_spans([doc])[0]
-    assert [(s.start, s.end) for s in spans] == [(0, 4), (3, 7), (7, 9)]
+    assert [(s.start, s.end) for s in spans] == [(0, 4), (3, 6), (6, 7), (7, 9)]
     covered = {i for s in spans for i in range(s.start, s.end)}
     assert covered == set(range(len(doc)))
     with pytest.raises(ValueError):

@@ -139,14 +139,28 @@ def merge_decisions(
     return result
 
 
+def _without_edge_space(sent: Span) -> Tuple[int, int]:
+    """``(start, end)`` of a sentence without the whitespace tokens at its
+    edges (the line break that ends a paragraph belongs to its last
+    sentence; the training corpora hold one paragraph per doc and never
+    show one); a sentence of whitespace only keeps all its tokens."""
+    start, end = sent.start, sent.end
+    while start < end and sent.doc[start].is_space:
+        start += 1
+    while end > start and sent.doc[end - 1].is_space:
+        end -= 1
+    return (start, end) if start < end else (sent.start, sent.end)
+
+
 def sentence_indices(docs: Sequence[Doc], ops) -> Ragged:
-    """Token offsets of every sentence: Ragged with data Ints2d
-    (n_sentences, 2) of ``(start, end)`` and lengths Ints1d (n_docs,)."""
+    """Token offsets of every sentence that the classifier pools over:
+    Ragged with data Ints2d (n_sentences, 2) of ``(start, end)`` (whitespace
+    at a sentence's edges left out) and lengths Ints1d (n_docs,)."""
     rows: List[Tuple[int, int]] = []
     lengths = []
     for doc in docs:
         sents = sentence_spans(doc)
-        rows.extend((s.start, s.end) for s in sents)
+        rows.extend(_without_edge_space(s) for s in sents)
         lengths.append(len(sents))
     data = numpy.asarray(rows, dtype="i").reshape((-1, 2))
     return Ragged(ops.asarray2i(data), ops.asarray1i(numpy.asarray(lengths, dtype="i")))

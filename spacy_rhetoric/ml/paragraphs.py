@@ -18,8 +18,10 @@ analysed alone or inside its essay.
 - ``spacy_rhetoric.paragraph_strided_spans.v1`` is the same idea for
   spacy-transformers: ``strided_spans`` windows inside each paragraph.
 
-A paragraph is a run of tokens up to and including the whitespace tokens
-that hold a line break (so every token belongs to exactly one paragraph).
+A doc is encoded in pieces: each paragraph, and apart from it each run of
+whitespace tokens holding a line break, so a paragraph is encoded exactly as
+the same text without the line break (the form of the training docs); every
+token belongs to exactly one piece.
 """
 from __future__ import annotations
 
@@ -34,18 +36,24 @@ from ..errors import Errors
 
 
 def paragraph_bounds(doc: Doc) -> List[Tuple[int, int]]:
-    """Token ranges ``[(start, end), ...]`` of the paragraphs of ``doc``,
-    covering every token once, in order. A paragraph ends after the last of
-    a run of whitespace tokens containing a line break."""
-    bounds, start = [], 0
-    n = len(doc)
-    i = 0
+    """Token ranges ``[(start, end), ...]`` of the pieces ``doc`` is encoded
+    in, covering every token once, in order: each paragraph, and apart from
+    it each run of whitespace tokens that holds a line break (a training
+    doc never ends with one)."""
+    bounds: List[Tuple[int, int]] = []
+    start, i, n = 0, 0, len(doc)
     while i < n:
         if doc[i].is_space and "\n" in doc[i].text:
             j = i + 1
             while j < n and doc[j].is_space:
                 j += 1
-            bounds.append((start, j))
+            # spaces just before the line break go into its piece
+            k = i
+            while k > start and doc[k - 1].is_space:
+                k -= 1
+            if k > start:
+                bounds.append((start, k))
+            bounds.append((k, j))
             start = i = j
         else:
             i += 1
