@@ -28,3 +28,14 @@ def test_spacy_project_run_train_dry_run():
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Running workflow 'train'" in proc.stdout
     assert "spacy_rhetoric finalize-pipeline" in proc.stdout
+
+
+def test_every_dependency_and_output_is_one_path():
+    """weasel merges two list items that are each one whole ``${vars.x}``
+    into one string ("a, b"), a dependency that never exists."""
+    from weasel.util import load_project_config
+
+    config = load_project_config(ROOT)
+    for cmd in config["commands"]:
+        for path in cmd.get("deps", []) + cmd.get("outputs", []):
+            assert ", " not in path, f"{cmd['name']}: {path!r}"
