@@ -23,7 +23,7 @@ def test_cli_with_kb_and_rating_judge(tmp_path, simile_dir):
     out = tmp_path / "out.json"
     with FakeOpenAIServer(default=valid('{"score": 4, "reason": "贴切"}')) as srv:
         res = runner.invoke(app, ["evaluate-generation", str(data), str(out), "--kb", str(kb), "--judge", "rating",
-                                  "--base-url", srv.base_url, "--model", "judge"])
+                                  "--base-url", srv.base_url, "--judge-model", "judge"])
     assert res.exit_code == 0, res.output
     result = json.loads(out.read_text(encoding="utf8"))
     cands = result["records"][0]["candidates"]

@@ -1,0 +1,187 @@
+"""Corpus commands: ``rhetoric convert ...`` (one converter per corpus), annotation agreement, RG records, the simile KB."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._util import app, convert_app, _vocab, _print_table
+
+
+@convert_app.command("pse-i")
+def convert_pse_i_cmd(
+    pse_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with splits.json and xml/"),
+    output_dir: Path = typer.Argument(..., help="Writes train/dev/optimization/test.spacy here"),
+) -> None:
+    """PSE-I XML -> one Doc per paragraph with gold words, sentences and parallelisms."""
+    from dataclasses import asdict
+
+    from ..corpora.pse_i import PseStats, convert_pse_i
+
+    stats = {k: asdict(v) for k, v in convert_pse_i(pse_dir, output_dir, _vocab()).items()}
+    total = PseStats()
+    for values in stats.values():
+        total.add(PseStats(**values))
+    stats["total"] = asdict(total)
+    _print_table(f"PSE-I -> {output_dir}", stats)
+
+
+@convert_app.command("pse-i-cerd")
+def convert_pse_i_cerd_cmd(
+    annotations_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.jsonl and test.jsonl (annotations/pse-i-cerd)"),
+    pse_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="PSE-I folder with xml/ (gold words)"),
+    output_dir: Path = typer.Argument(..., help="Writes train.spacy and test.spacy here"),
+) -> None:
+    """Team-annotated PSE-I essays (CERD taxonomy) -> one Doc per paragraph
+    with gold words, sentence labels at every level, components and the
+    PSE-I parallelisms."""
+    from ..corpora.pse_i_cerd import convert_pse_i_cerd
+
+    from wasabi import msg
+
+    stats = convert_pse_i_cerd(annotations_dir, pse_dir, output_dir, _vocab())
+    keys = sorted({k for values in stats.values() for k in values})
+    rows = [(key, *(stats[split].get(key, 0) for split in stats)) for key in keys]
+    msg.table(rows, header=("count", *stats), title=f"PSE-I CERD annotations -> {output_dir}", divider=True)
+
+
+@app.command("annotation-agreement")
+def annotation_agreement_cmd(
+    first: Path = typer.Argument(..., exists=True, dir_okay=False, help="First annotation pass (JSONL)"),
+    second: Path = typer.Argument(..., exists=True, dir_okay=False, help="Second, independent pass of some of the same sentences"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the figures as JSON"),
+) -> None:
+    """Cohen's kappa per coarse label and for the form and content levels,
+    and exact component matches, between two annotation passes."""
+    import json
+
+    from wasabi import msg
+
+    from ..evaluation.annotation_agreement import annotation_agreement
+
+    result = annotation_agreement(first, second)
+    rows = [(f"coarse/{label}", v["kappa"], v["first"], v["second"], v["both"]) for label, v in result["coarse"]["labels"].items()]
+    rows += [(f"{level} (pooled)", result[level]["pooled_kappa"], "", "", "") for level in ("coarse", "form", "content")]
+    msg.table(rows, header=("decision", "kappa", "first", "second", "both"), divider=True,
+              title=f"{result['sentences']} sentences of {result['essays']} essays; coarse exact match {result['coarse_exact_match']}")
+    comp = result["components"]
+    msg.info(f"components: {comp['exact_matches']} exact matches of {comp['first']} (first) / {comp['second']} (second): P {comp['p']} R {comp['r']} F1 {comp['f']}")
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf8")
+
+
+@convert_app.command("simile")
+def convert_simile_cmd(
+    simile_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with the *-Train/Dev/Test.tsv files"),
+    output_dir: Path = typer.Argument(..., help="Writes train/dev/test.spacy here"),
+) -> None:
+    """Simile corpus TSV -> one Doc per sentence with cats and tenor/vehicle/comparator spans."""
+    from ..corpora.simile import convert_simile
+
+    stats = convert_simile(simile_dir, output_dir, _vocab())
+    stats["total"] = {k: sum(v[k] for v in stats.values()) for k in next(iter(stats.values()))}
+    _print_table(f"Simile corpus -> {output_dir}", stats)
+
+
+@convert_app.command("cmdag")
+def convert_cmdag_cmd(
+    cmdag_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with val.json and test.json"),
+    output_dir: Path = typer.Argument(..., help="Writes val.spacy and test.spacy here"),
+) -> None:
+    """CMDAG JSON -> Docs of the contexts with tenor/vehicle spans found by string search."""
+    import spacy
+
+    from ..corpora.cmdag import convert_cmdag
+
+    stats = convert_cmdag(cmdag_dir, output_dir, spacy.blank("zh"))
+    table = {k: {f: getattr(v, f) for f in ("records", "located", "not_located", "docs")} for k, v in stats.items()}
+    _print_table(f"CMDAG -> {output_dir} (records whose strings do not occur are not located)", table)
+
+
+@convert_app.command("cmc")
+def convert_cmc_cmd(
+    cmc_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.tsv (label<TAB>text)"),
+    output_dir: Path = typer.Argument(..., help="Writes train/dev/test.spacy and split.json here"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the held-out split"),
+    strict: bool = typer.Option(False, "--strict", help="Fail on the first malformed line instead of skipping and listing it"),
+) -> None:
+    """CMC (Chinese Metaphor Corpus, binary) -> one Doc per sentence in our
+    stratified 80/10/10 split; label 1 = metaphor OR personification."""
+    from wasabi import msg
+
+    from ..corpora.cmc import convert_cmc, default_pkuseg_model
+    from ..errors import CorpusFormatError
+    from ..tokenizer import make_nlp
+
+    model = pkuseg_model or default_pkuseg_model()
+    segmentation = f"pkuseg model {model}" if model else "characters (no pkuseg model found)"
+    msg.info(f"segmentation: {segmentation}")
+    try:
+        result = convert_cmc(cmc_dir, output_dir, make_nlp(model), seed=seed, strict=strict, segmentation=segmentation)
+    except CorpusFormatError as err:
+        msg.fail(str(err), exits=1)
+    stats = result["splits"]
+    stats["total"] = {k: sum(v[k] for v in stats.values()) for k in next(iter(stats.values()))}
+    stats["total"]["distinct_texts"] = "-"
+    _print_table(f"CMC -> {output_dir} (seed {seed}; with_xiang = contains 像 or 象)", stats)
+    for item in result["skipped"]:
+        msg.warn(f"skipped {item['reason']}")
+    msg.good(f"{result['lines']} lines read, {len(result['skipped'])} skipped; split line numbers in {output_dir / 'split.json'}")
+
+
+@app.command("build-kb")
+def build_kb_cmd(
+    output: Path = typer.Argument(..., help="KB JSON file to write"),
+    simile: List[Path] = typer.Option([], "--simile", exists=True, dir_okay=False, help="Simile-corpus TSV (use the Train split)"),
+    cmdag: List[Path] = typer.Option([], "--cmdag", exists=True, dir_okay=False, help="CMDAG JSON file"),
+) -> None:
+    """Build the HAUSER simile knowledge base: n(tenor, vehicle) and N_vehicle counts."""
+    from wasabi import msg
+
+    import time
+
+    from ..evaluation.kb import build_kb
+
+    start = time.perf_counter()
+    kb = build_kb(simile, cmdag)
+    kb.to_disk(output)
+    msg.info(f"built and saved in {time.perf_counter() - start:.2f} s")
+    msg.table([(s["name"], s["file"], s["samples"], s["pairs"]) for s in kb.sources], header=("source", "file", "samples", "pairs"), divider=True)
+    msg.good(f"KB {output}: " + ", ".join(f"{k} {v}" for k, v in kb.size().items()))
+
+
+@convert_app.command("cerd")
+def convert_cerd_cmd(
+    task: str = typer.Argument(..., help="rc, fc, cc, ce or rg"),
+    paths: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="CERD JSON files"),
+    output_dir: Path = typer.Option(..., "--output", "-o", help="Writes <file stem>.spacy here"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", help="Segment with this model (default: characters)"),
+) -> None:
+    """CERD JSON (RC/FC/CC/CE/RG records) -> one single-sentence Doc per record."""
+    from ..corpora.cerd import convert_cerd
+    from ..tokenizer import make_nlp
+
+    counts = convert_cerd(list(paths), task.lower(), output_dir, make_nlp(pkuseg_model))
+    _print_table(f"CERD {task.upper()} -> {output_dir}", {k: {"docs": v} for k, v in counts.items()})
+
+
+@app.command("rg-records")
+def rg_records_cmd(
+    output: Path = typer.Argument(..., help="JSONL file of RG records to write"),
+    simile_dir: Optional[Path] = typer.Option(None, "--simile-dir", exists=True, file_okay=False, help="Simile corpus folder"),
+    cmdag_dir: Optional[Path] = typer.Option(None, "--cmdag-dir", exists=True, file_okay=False, help="CMDAG folder"),
+    simile_split: List[str] = typer.Option(["Train"], "--simile-split", help="Train, Dev and/or Test"),
+    cmdag_split: List[str] = typer.Option(["val"], "--cmdag-split", help="val and/or test"),
+    k: int = typer.Option(3, "--k", help="Preceding sentences kept as context"),
+) -> None:
+    """Derive RG training records (object = tenor, device = metaphor) from the simile corpus and CMDAG."""
+    from ..llm.records import derive_rg_records, write_jsonl
+
+    records, stats = derive_rg_records(simile_dir, cmdag_dir, simile_splits=simile_split, cmdag_splits=cmdag_split, k=k)
+    n = write_jsonl(records, output)
+    for source, counts in stats.items():
+        typer.echo(f"{source}: " + ", ".join(f"{key} {value}" for key, value in sorted(counts.items())))
+    typer.echo(f"wrote {n} RG records to {output}")

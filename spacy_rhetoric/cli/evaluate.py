@@ -1,0 +1,180 @@
+"""Evaluation commands: segmentation, rhetoric classification and components, parallelism, whole essays, CMC, generated text."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._util import app, _print_table
+
+
+@app.command("evaluate-generation")
+def evaluate_generation_cmd(
+    input_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL: context, condition, reference, candidates"),
+    output: Path = typer.Argument(..., help="JSON scores; a Markdown report is written beside it (.md)"),
+    kb: Optional[Path] = typer.Option(None, "--kb", exists=True, dir_okay=False, help="Simile KB (build-kb) for HAUSER scores"),
+    lm: Optional[str] = typer.Option(None, "--lm", help="Local causal LM folder for perplexity"),
+    encoder: Optional[str] = typer.Option(None, "--encoder", help="Local encoder folder for BERTScore"),
+    kenlm: Optional[Path] = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM word n-gram model (ARPA or binary, e.g. assets/kenlm/zh_CN.lm) for perplexity and OOV rate"),
+    sentiment: Optional[str] = typer.Option(None, "--sentiment", help="HAUSER sentiment consistency: 'jiagu' or a local classifier folder (labels negative/positive)"),
+    rhetoric_model: Optional[str] = typer.Option(None, "--rhetoric-model", help="spaCy pipeline (folder or package) with rhetoric_textcat and rhetoric_components for the rhetoric success rate"),
+    judge: List[str] = typer.Option([], "--judge", help="LLM judge: rating, pairwise or metaphor (repeatable)"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server for the judges"),
+    model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model name on that server"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the API key"),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per judge request"),
+) -> None:
+    """Score generated candidates: BLEU-2/4, ROUGE-L, perplexity (causal LM, KenLM), BERTScore, HAUSER, rhetoric success, LLM judges."""
+    from wasabi import msg
+
+    from ..evaluation.generation import evaluate_generation, summary_table
+
+    backend = None
+    if judge:
+        from ..llm.openai_compatible import OpenAICompatibleBackend
+
+        if not (base_url and model):
+            raise typer.BadParameter("--judge needs --base-url and --model")
+        backend = OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=timeout)
+    result = evaluate_generation(input_path, output, kb_path=kb, lm_path=lm, encoder_path=encoder, kenlm_path=kenlm,
+                                 sentiment=sentiment, rhetoric_model=rhetoric_model, backend=backend, judges=judge)
+    msg.table(summary_table(result["summary"]), header=("metric", "key", "value"), divider=True, max_col=80)
+    for notice in result["notices"]:
+        msg.warn(notice)
+    msg.good(f"Wrote {output} and {output.with_suffix('.md')}")
+
+
+@app.command("hauser-cmdag")
+def hauser_cmdag_cmd(
+    kb_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="KB JSON from build-kb"),
+    cmdag_file: Path = typer.Argument(..., exists=True, dir_okay=False, help="CMDAG JSON to score (test.json)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write per-record scores (JSONL) and <output>.summary.json"),
+    nlp_path: Optional[str] = typer.Option(None, "--nlp", help="spaCy pipeline whose tokenizer counts vehicle words (default: blank zh, characters)"),
+    examples: int = typer.Option(3, "--examples", help="Highest/lowest examples to print per score"),
+) -> None:
+    """HAUSER relevance / creativity / informativeness of CMDAG metaphors against a KB."""
+    from ..evaluation.cmdag_hauser import print_report, score_file
+
+    print_report(*score_file(kb_path, cmdag_file, output=output, nlp_path=nlp_path), examples=examples)
+
+
+@app.command("evaluate-segmenter")
+def evaluate_segmenter_cmd(
+    data: List[Path] = typer.Argument(..., help="DocBins with gold words"),
+    model: Optional[Path] = typer.Option(None, "--pkuseg-model", help="pkuseg model folder; none = character segmentation"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scores as JSON here"),
+) -> None:
+    """Word-level P/R/F of the tokenizer against the gold words of DocBins."""
+    import srsly
+
+    from ..corpora.docbin import read_docbin
+    from ..tokenizer import make_nlp, segment, segmentation_prf, sentence_words
+
+    nlp = make_nlp(model)
+    scores = {}
+    for path in data:
+        gold, pred = segment(nlp, sentence_words(read_docbin(path, nlp.vocab)))
+        scores[str(path)] = segmentation_prf(gold, pred)
+    _print_table(f"Word segmentation ({model or 'characters'})", scores)
+    if output:
+        srsly.write_json(output, scores)
+
+
+@app.command("evaluate-parallelism")
+def evaluate_parallelism_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline with a parallelism_linker"),
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold DocBin, e.g. corpus/pse-i/test.spacy"),
+    output: Path = typer.Option(Path("metrics/parallelism.json"), "--output", "-o", help="JSON report (a .md is written beside it)"),
+) -> None:
+    """EPM/MPBM/MBAWO/MWO P/R/F and Appendix-G error counts of the parallelism linker on gold words."""
+    from wasabi import msg
+
+    from ..evaluation.parallelism import CATEGORIES, PUBLISHED_F1, evaluate_linker
+
+    result = evaluate_linker(model, data, output)
+    rows = [(m.upper(), f"{v['p']:.3f}", f"{v['r']:.3f}", f"{v['f']:.3f}", f"{PUBLISHED_F1[m]:.3f}") for m, v in result["metrics"].items()]
+    msg.table(rows, header=("metric", "P", "R", "F1", "published F1"), divider=True,
+              title=f"{result['linker']} on {result['essays']} essays / {result['documents']} paragraphs / {result['words']} words")
+    msg.table([[result["errors"][k] for k in (*CATEGORIES, "correct")]], header=(*CATEGORIES, "correct"), divider=True,
+              title="Appendix G error categories")
+    msg.good(f"wrote {output} and {output.with_suffix('.md')}")
+
+
+@app.command("evaluate-essays")
+def evaluate_essays_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline folder, e.g. pipelines/zh_rhetoric"),
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold paragraph DocBin with essay_id/para_id, e.g. corpus/pse-i/test.spacy"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write all scores as JSON here"),
+    before: bool = typer.Option(False, "--before", help="Load the pipeline with the encoders that read across line breaks (spacy.Tok2Vec.v2, spacy-transformers.strided_spans.v1; same weights)"),
+    gold_sents: bool = typer.Option(True, "--gold-sents/--no-gold-sents", help="Give the pipeline the gold sentence starts"),
+    threads: int = typer.Option(1, "--threads", min=1, help="torch threads"),
+) -> None:
+    """Paragraph-level nlp.evaluate vs the same scorers on whole essays
+    (paragraphs joined by line breaks, the prediction cut back per
+    paragraph), on gold words."""
+    import torch
+    from wasabi import msg
+
+    from ..evaluation.whole_essays import evaluate_whole_essays, headline_rows
+
+    torch.set_num_threads(threads)
+    try:
+        r = evaluate_whole_essays(model, data, before=before, gold_sents=gold_sents, output=output)
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    msg.table(headline_rows(r), header=("score", "paragraphs", "whole essays"), divider=True,
+              title=f"{model} ({', '.join(r['encoders']) or 'no paragraph-wise encoder'}) on {data}: {r['cut']['essays']} essays, {r['n_paragraphs']} paragraphs")
+    msg.info("cut: " + ", ".join(f"{k} {v}" for k, v in r["cut"].items()))
+    msg.info("paragraphs predicted differently in the essay: " + ", ".join(f"{k} {v}" for k, v in r["changed"].items()))
+    if output is not None:
+        msg.good(f"wrote {output}")
+
+
+@app.command("evaluate-rhetoric")
+def evaluate_rhetoric_cmd(
+    model: str = typer.Argument(..., help="Pipeline folder/name with rhetoric_textcat and/or rhetoric_components, or 'rules' for the rule baseline"),
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold DocBin, e.g. corpus/simile/test.spacy"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write all scores as JSON here"),
+    gold_sents: bool = typer.Option(True, "--gold-sents/--no-gold-sents", help="Give the pipeline the gold sentence starts"),
+) -> None:
+    """Sentence classification (EM, micro/macro P/R/F1, mapping rates) and component scores on gold words."""
+    from wasabi import msg
+
+    from ..scorers.evaluate import evaluate_rhetoric, summary_rows
+
+    scores = evaluate_rhetoric(model, data, gold_sents=gold_sents, output=output)
+    msg.table(summary_rows(scores), header=("score", "P", "R", "F1"), title=f"{model} on {data}", divider=True)
+
+
+@app.command("evaluate-cmc")
+def evaluate_cmc_cmd(
+    model: str = typer.Argument(..., help="Pipeline folder or installed package name"),
+    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="CMC DocBin, e.g. corpus/cmc/test.spacy"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the figures as JSON here"),
+    batch_size: int = typer.Option(64, "--batch-size", min=1, help="Texts per nlp.pipe batch"),
+) -> None:
+    """Metaphor detection on CMC sentences (raw text, the pipeline's own
+    tokenizer): positive = any sentence labelled metaphor or personification."""
+    from wasabi import msg
+
+    from ..evaluation.cmc import evaluate_cmc
+
+    try:
+        r = evaluate_cmc(model, data, output=output, batch_size=batch_size)
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    rows = []
+    for decision, block in (("metaphor or personification", r), ("metaphor alone", r["metaphor_only"])):
+        for subset in ("overall", "with_xiang", "without_xiang"):
+            v = block[subset]
+            rows.append((decision, subset, v["sentences"], v["positives"], v["predicted"], v["tp"],
+                         f"{v['p']:.4f}", f"{v['r']:.4f}", f"{v['f']:.4f}"))
+    v = r["distinct"]
+    rows.append(("metaphor or personification", "distinct texts", v["sentences"], v["positives"], v["predicted"], v["tp"],
+                 f"{v['p']:.4f}", f"{v['r']:.4f}", f"{v['f']:.4f}"))
+    msg.table(rows, header=("predicted positive =", "subset", "sentences", "gold pos", "pred pos", "TP", "P", "R", "F1"),
+              divider=True, title=f"{r['model_name']} {r['model_version']} ({model}) on {data}, {r['seconds']} s")
+    msg.info("sentences per predicted coarse label: " + ", ".join(f"{k} {v}" for k, v in r["predicted_labels"].items()))
+    if output is not None:
+        msg.good(f"wrote {output}")

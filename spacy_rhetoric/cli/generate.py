@@ -1,0 +1,156 @@
+"""Generation: ``generate``, ``generate-records`` (for evaluate-generation) and LoRA ``finetune``."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._util import app
+
+
+@app.command("generate")
+def generate_cmd(
+    rhetoric: str = typer.Option(..., "--rhetoric", "-r", help="metaphor, personification or hyperbole"),
+    obj: str = typer.Option(..., "--object", help="Tenor / personification object / hyperbole object"),
+    context: str = typer.Option("", "--context", "-c", help="Preceding text (its last k sentences are used)"),
+    context_file: Optional[Path] = typer.Option(None, "--context-file", exists=True, dir_okay=False, help="Read the preceding text from this file"),
+    n: int = typer.Option(3, "--n", help="Candidates to generate"),
+    model_path: Optional[str] = typer.Option(None, "--model-path", help="Local transformers model (Transformers.v1)"),
+    adapter_path: Optional[str] = typer.Option(None, "--adapter-path", help="peft LoRA adapter for --model-path"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server (OpenAICompatible.v1)"),
+    model: str = typer.Option("default", "--server-model", help="Model name on the --base-url server"),
+    api_key_env: Optional[str] = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Env var holding the API key"),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per HTTP request"),
+    temperature: float = typer.Option(0.7, "--temperature", help="0 = greedy / deterministic"),
+    max_new_tokens: int = typer.Option(96, "--max-new-tokens"),
+    k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
+    language: str = typer.Option("zh", "--language", help="Prompt language: zh (CERD) or en"),
+    prompt_style: str = typer.Option("instruction", "--prompt-style", help="instruction (chat model, CERD prompt) or completion (base LM, few-shot)"),
+    shots: Optional[Path] = typer.Option(None, "--shots", exists=True, dir_okay=False, help="RG records (rg-records JSONL) to draw completion shots from"),
+    n_shots: int = typer.Option(4, "--n-shots", help="Shots per completion prompt"),
+    top_p: float = typer.Option(0.9, "--top-p", help="Nucleus sampling mass (--model-path)"),
+    repetition_penalty: float = typer.Option(1.1, "--repetition-penalty", help="Penalty on repeated tokens (--model-path; 1 = off)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for sampling (--model-path)"),
+) -> None:
+    """Generate sentences using a rhetorical device on an object (CERD RG); prints JSON lines, best first."""
+    import json
+
+    text = context_file.read_text(encoding="utf8") if context_file else context
+    gen = _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty,
+                         seed, n_context=k, n_candidates=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                         language=language, prompt_style=prompt_style, shots_path=str(shots) if shots else None,
+                         n_shots=n_shots)
+    for cand in gen.generate(text, rhetoric, obj, n):
+        typer.echo(json.dumps(cand.to_dict(), ensure_ascii=False))
+
+
+def _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty, seed, **settings):
+    """A RhetoricGenerator on a local model (--model-path) or a server (--base-url)."""
+    from ..components.rhetoric_generator import RhetoricGenerator
+    from ..llm.openai_compatible import OpenAICompatibleBackend
+    from ..llm.transformers_backend import TransformersBackend
+
+    if (model_path is None) == (base_url is None):
+        raise typer.BadParameter("give exactly one of --model-path or --base-url")
+    if model_path is not None:
+        backend = TransformersBackend(model_path, adapter_path, top_p=top_p, repetition_penalty=repetition_penalty, seed=seed)
+    else:
+        backend = OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=timeout)
+    return RhetoricGenerator(None, backend, **settings)
+
+
+@app.command("generate-records")
+def generate_records_cmd(
+    records: Path = typer.Argument(..., exists=True, dir_okay=False, help="Held-out RG records (rg-records JSONL)"),
+    output: Path = typer.Argument(..., help="JSONL for evaluate-generation (one line per record)"),
+    system: str = typer.Option(..., "--system", help="Name of the system; 'human' copies the references"),
+    sample: int = typer.Option(300, "--sample", help="Seeded random sample of this many records (0 = all)"),
+    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the sample (keep it for every system)"),
+    model_path: Optional[str] = typer.Option(None, "--model-path", help="Local transformers model"),
+    adapter_path: Optional[str] = typer.Option(None, "--adapter-path", help="peft LoRA adapter for --model-path"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server"),
+    model: str = typer.Option("default", "--server-model", help="Model name on the --base-url server"),
+    api_key_env: Optional[str] = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Env var holding the API key"),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per HTTP request"),
+    prompt_style: str = typer.Option("completion", "--prompt-style", help="instruction or completion"),
+    shots: Optional[Path] = typer.Option(None, "--shots", exists=True, dir_okay=False, help="RG training records for the completion shots"),
+    n_shots: int = typer.Option(4, "--n-shots", help="Shots per completion prompt (0 for a LoRA model trained without)"),
+    n: int = typer.Option(1, "--n", help="Candidates per record"),
+    temperature: float = typer.Option(0.8, "--temperature"),
+    top_p: float = typer.Option(0.9, "--top-p"),
+    repetition_penalty: float = typer.Option(1.1, "--repetition-penalty"),
+    max_new_tokens: int = typer.Option(64, "--max-new-tokens"),
+    k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed"),
+    batch_size: int = typer.Option(8, "--batch-size", help="Records per generation batch"),
+    resume: bool = typer.Option(False, "--resume", help="Keep the records already in OUTPUT and add the rest"),
+) -> None:
+    """Generate for a fixed sample of held-out RG records (or copy the human references) for evaluate-generation."""
+    import time
+
+    from ..llm.records import read_jsonl
+    from ..llm.rg_batch import HUMAN, generate_records, sample_records
+
+    pairs = sample_records(list(read_jsonl(records)), sample, sample_seed)
+    generator = None
+    if system != HUMAN:
+        generator = _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty,
+                                   seed, n_context=k, n_candidates=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                                   prompt_style=prompt_style, shots_path=str(shots) if shots else None, n_shots=n_shots)
+        generator.backend.batch_size = batch_size
+    start = time.perf_counter()
+    written = generate_records(pairs, output, system=system, generator=generator, batch_size=batch_size, resume=resume)
+    seconds = time.perf_counter() - start
+    typer.echo(f"{system}: {written} records written to {output} in {seconds:.1f} s ({len(pairs)} in the sample, seed {sample_seed})", err=True)
+
+
+@app.command("finetune")
+def finetune_cmd(
+    model_path: str = typer.Argument(..., help="Local base model (path or cached name; never downloaded)"),
+    output_dir: Path = typer.Argument(..., help="Checkpoints, adapter/, train_log.jsonl, summary.json"),
+    records: List[Path] = typer.Option([], "--records", exists=True, dir_okay=False, help="RG records: .jsonl (rg-records) or .json (CERD); repeatable"),
+    simile_dir: Optional[Path] = typer.Option(None, "--simile-dir", exists=True, file_okay=False, help="Derive records from the simile corpus (Train split)"),
+    cmdag_dir: Optional[Path] = typer.Option(None, "--cmdag-dir", exists=True, file_okay=False, help="Derive records from CMDAG (val part)"),
+    max_records: int = typer.Option(0, "--max-records", help="Use only the first N records (0 = all)"),
+    steps: int = typer.Option(50, "--steps", help="Optimizer steps (CERD: 50 single-task)"),
+    batch_size: int = typer.Option(32, "--batch-size"),
+    micro_batch_size: int = typer.Option(4, "--micro-batch-size"),
+    lr: float = typer.Option(2e-4, "--lr"),
+    r: int = typer.Option(32, "--r", help="LoRA rank"),
+    alpha: int = typer.Option(32, "--alpha", help="LoRA alpha"),
+    save_every: int = typer.Option(25, "--save-every"),
+    max_length: int = typer.Option(1024, "--max-length", help="Skip longer examples (tokens)"),
+    k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
+    language: str = typer.Option("zh", "--language", help="Prompt language: zh or en"),
+    seed: int = typer.Option(0, "--seed"),
+    threads: int = typer.Option(0, "--threads", help="torch CPU threads (0 = default)"),
+    device: str = typer.Option("auto", "--device", help="auto (CUDA when present), cpu, cuda:0, ..."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint in OUTPUT_DIR"),
+    prompt_style: str = typer.Option("chat", "--prompt-style", help="chat (instruction model, CERD prompt) or completion (base LM)"),
+    max_target_chars: int = typer.Option(0, "--max-target-chars", help="Use only records whose target has at most this many characters (0 = all)"),
+    stop_after: int = typer.Option(0, "--stop-after", help="Stop (with a checkpoint) after this step; --resume continues (0 = run to --steps)"),
+) -> None:
+    """LoRA fine-tuning for rhetorical generation (CERD settings: r=32, alpha=32, lr 2e-4, cosine, AdamW)."""
+    from ..llm.finetune import FinetuneConfig, finetune
+    from ..llm.records import derive_rg_records, load_records
+
+    recs = load_records(records, k=k)
+    derived, stats = derive_rg_records(simile_dir, cmdag_dir, k=k)
+    recs.extend(derived)
+    for source, counts in stats.items():
+        typer.echo(f"{source}: {counts['records']} records")
+    if max_target_chars:
+        recs = [rec for rec in recs if len(rec.target) <= max_target_chars]
+    if max_records:
+        recs = recs[:max_records]
+    if not recs:
+        raise typer.BadParameter("no RG records: give --records, --simile-dir or --cmdag-dir")
+    cfg = FinetuneConfig(r=r, alpha=alpha, lr=lr, batch_size=batch_size, micro_batch_size=micro_batch_size,
+                         max_steps=steps, save_every=save_every, max_length=max_length, k=k,
+                         language=language, seed=seed, threads=threads, device=device, prompt_style=prompt_style)
+    s = finetune(model_path, recs, output_dir, cfg, resume=resume, stop_after=stop_after or None)
+    typer.echo(f"records {s['n_records']} (skipped too long {s['n_skipped_too_long']}), steps {s['start_step']}->{s['steps']}, "
+               f"loss {s['first_loss']:.4f} -> {s['last_loss']:.4f}")
+    typer.echo(f"throughput {s['tokens_per_second']:.1f} tokens/s ({s['tokens']} tokens in {s['train_seconds']:.2f} s) on {s['device']}")
+    typer.echo(f"adapter saved to {s['adapter']}")

@@ -1,0 +1,108 @@
+"""Training and shipping: the word segmenter, finalizing and assembling pipelines, threshold tuning."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._util import app, _vocab
+
+
+@app.command("train-segmenter")
+def train_segmenter_cmd(
+    train: List[Path] = typer.Option(..., "--train", help="Training DocBins (gold words), repeatable"),
+    dev: Path = typer.Option(..., "--dev", help="DocBin pkuseg reports its own score on while training"),
+    output_dir: Path = typer.Option(..., "--output", "-o", help="Folder for the pkuseg model"),
+    iterations: int = typer.Option(10, help="pkuseg training iterations"),
+    feature_trim: int = typer.Option(0, help="Drop features seen at most this many times (smaller model)"),
+) -> None:
+    """Train a spacy-pkuseg word segmenter on the gold words of DocBins."""
+    import tempfile
+
+    from ..corpora.docbin import read_docbin
+    from ..tokenizer import sentence_words, train_pkuseg, write_segmentation_file
+
+    vocab = _vocab()
+    with tempfile.TemporaryDirectory() as tmp:
+        train_txt, dev_txt = Path(tmp) / "train.txt", Path(tmp) / "dev.txt"
+        n = write_segmentation_file((w for p in train for w in sentence_words(read_docbin(p, vocab))), train_txt)
+        write_segmentation_file(sentence_words(read_docbin(dev, vocab)), dev_txt)
+        typer.echo(f"Training pkuseg on {n} sentences for {iterations} iterations")
+        train_pkuseg(train_txt, dev_txt, output_dir, iterations, feature_trim)
+    typer.echo(f"Saved pkuseg model to {output_dir}")
+
+
+@app.command("finalize-pipeline")
+def finalize_pipeline_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="A pipeline trained with configs/zh_rhetoric_*.cfg (model-best)"),
+    output: Path = typer.Argument(..., help="The shipped pipeline folder, e.g. pipelines/zh_rhetoric"),
+    tokenizer_from: Optional[Path] = typer.Option(None, "--tokenizer-from", help="Take the pkuseg tokenizer of this pipeline"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", help="Or a spacy-pkuseg model folder (train-segmenter)"),
+    corpus: List[str] = typer.Option([], "--corpus", help="Corpora (and encoder) the meta names as sources (repeatable)"),
+    metrics: List[Path] = typer.Option([], "--metrics", help="Evaluation JSON files copied into meta['performance'] (repeatable)"),
+    version: Optional[str] = typer.Option(None, "--version"),
+    config_from: Optional[Path] = typer.Option(None, "--config-from", exists=True, dir_okay=False, help="The project config the model was trained with: its [paths] replace the training run's"),
+) -> None:
+    """Add the pkuseg tokenizer, the meta and fp16 transformer weights to a
+    pipeline trained with one config, and save it where spacy.load and
+    spacy package find it."""
+    from wasabi import msg
+
+    from ..pipeline import finalize_trained
+
+    nlp = finalize_trained(model, output, tokenizer_from=tokenizer_from, pkuseg_model=pkuseg_model,
+                           corpora=corpus, metrics=metrics, version=version, config_from=config_from)
+    size = sum(f.stat().st_size for f in output.rglob("*") if f.is_file()) / 2**20
+    msg.good(f"{output}: {', '.join(nlp.pipe_names)}; {size:.1f} MiB; license {nlp.meta['license']}")
+
+
+@app.command("assemble")
+def assemble_cmd(
+    output_dir: Path = typer.Argument(..., help="Folder for the assembled pipeline (spacy.load-able, committable)"),
+    textcat: List[Path] = typer.Option([], "--textcat", exists=True, file_okay=False, help="Trained pipeline with a rhetoric_textcat (repeatable: later ones merge their labels in)"),
+    components: Optional[Path] = typer.Option(None, "--components", exists=True, file_okay=False, help="Trained pipeline with a rhetoric_components"),
+    parallelism: Optional[Path] = typer.Option(None, "--parallelism", exists=True, file_okay=False, help="Trained pipeline with a parallelism_linker"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="spacy-pkuseg model (default: characters)"),
+    metrics: List[Path] = typer.Option([], "--metrics", exists=True, dir_okay=False, help="Evaluation JSON for meta['performance'] (repeatable)"),
+    corpus: List[str] = typer.Option([], "--corpus", help="Extra training corpus to credit: pse-i, simile, cmdag, cerd (repeatable)"),
+    generator_config: Optional[Path] = typer.Option(None, "--generator-config", exists=True, dir_okay=False, help="Config with [components.rhetoric_generator]; adds the generator"),
+    version: Optional[str] = typer.Option(None, "--version", help="Pipeline version (default: the package version)"),
+) -> None:
+    """Assemble trained components into one pipeline: tokenizer -> clause_segmenter -> rhetoric_textcat -> rhetoric_components -> parallelism_linker."""
+    from wasabi import msg
+
+    from ..pipeline import assemble_to_disk
+
+    sources = {k: v for k, v in (("rhetoric_textcat", textcat), ("rhetoric_components", components),
+                                  ("parallelism_linker", parallelism)) if v}
+    if not sources:
+        msg.warn("no trained component given: the pipeline only segments words and clauses")
+    nlp = assemble_to_disk(output_dir, sources, pkuseg_model=pkuseg_model, metrics=metrics, corpora=corpus,
+                           generator_config=generator_config, version=version)
+    size = sum(p.stat().st_size for p in output_dir.rglob("*") if p.is_file()) / 2**20
+    msg.good(f"{nlp.lang}_{nlp.meta['name']} {nlp.meta['version']} -> {output_dir} ({size:.1f} MiB): {nlp.pipe_names}")
+    for stem, scores in nlp.meta["rhetoric"]["evaluation"].items():
+        msg.text(f"  meta performance: {len(scores)} figures from {stem}.json")
+
+
+@app.command("tune-thresholds")
+def tune_thresholds_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Trained pipeline folder"),
+    dev: Path = typer.Argument(..., exists=True, dir_okay=False, help="Dev DocBin (never the test split)"),
+    output: Path = typer.Argument(..., help="Folder for the pipeline with the chosen thresholds"),
+    per_label: bool = typer.Option(False, "--per-label", help="One textcat threshold per coarse device instead of one global threshold per component"),
+    extra_dev: List[Path] = typer.Option([], "--dev", help="With --per-label: more dev DocBins (repeatable)"),
+    min_support: int = typer.Option(10, "--min-support", help="With --per-label: tune only devices with this many dev sentences"),
+) -> None:
+    """Pick rhetoric_textcat / rhetoric_components thresholds on dev and save the pipeline."""
+    from wasabi import msg
+
+    from ..scorers.evaluate import tune_label_thresholds, tune_thresholds
+
+    if per_label:
+        for label, r in tune_label_thresholds(model, [dev, *extra_dev], output, min_support=min_support).items():
+            msg.info(f"coarse/{label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev sentences)")
+        return
+    for name, r in tune_thresholds(model, dev, output).items():
+        msg.info(f"{name}: threshold {r['threshold']:.2f} -> dev F1 {r['score']:.4f}")
