@@ -74,6 +74,7 @@ from .analysis_io import (  # noqa: F401  re-exported: the analyze API predates 
     read_text_file,
 )
 from .annotation import COMPONENTS_KEY, clip_to_paragraph, sentence_spans
+from .pipeline import load_pipeline
 from .serve.render import COMPONENT_COLOURS, GROUP_COLOURS  # noqa: F401  the report's colours (shared with the page)
 from .spangroups import PARALLELISM_KEY, parallelisms
 from .taxonomy import LEVELS, LITERAL
@@ -303,20 +304,6 @@ def render_html(
 # --- driver ---------------------------------------------------------------------
 
 
-def load_pipeline(model: str) -> Language:
-    """``spacy.load(model)`` (package name or folder). Raises OSError with a
-    hint when it is neither."""
-    import spacy
-
-    try:
-        return spacy.load(model)
-    except OSError as err:
-        raise OSError(
-            f"cannot load pipeline {model!r}: not an installed package or a pipeline folder "
-            "(build one with `spacy project run assemble`, or pass --model PATH)"
-        ) from err
-
-
 def analyze(
     paths: Sequence[Union[str, Path]],
     output: Union[str, Path, IO[str]],
@@ -447,4 +434,4 @@ def _add_totals(totals: Counter, record: Dict[str, Any]) -> None:
 
 
 __all__ = ["SCHEMA", "InputDoc", "analyze", "analyze_docs", "doc_to_record", "doc_sections", "error_record",
-           "iter_inputs", "expand_inputs", "expand_paths", "render_html", "load_pipeline"]
+           "iter_inputs", "expand_inputs", "expand_paths", "render_html"]

@@ -15,6 +15,7 @@ its largest finished child process, in MiB.
 """
 from __future__ import annotations
 
+import json
 import platform
 import resource
 import time
@@ -22,6 +23,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from spacy.language import Language
+
+from .pipeline import load_pipeline
+from .readers import gold_word_example
 
 
 def pse_test_texts(pse_dir: Union[str, Path], split: str = "test") -> Dict[str, Any]:
@@ -119,3 +123,54 @@ def _cpu_count() -> int:
     import os
 
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _rates(n_words: int, seconds: float, cpu: float) -> Dict[str, Optional[float]]:
+    return {
+        "seconds": seconds,
+        "wps": n_words / seconds if seconds else None,
+        "cpu_seconds": cpu,
+        "cpu_wps": n_words / cpu if cpu else None,
+    }
+
+
+def benchmark_components(
+    model: Union[str, Path], data: Path, *, limit: int = 0, batch_size: int = 256, output: Optional[Path] = None
+) -> Dict[str, Any]:
+    """Words per second of each pipeline component on one CPU core.
+
+    Docs with gold words and sentences are passed through the components in
+    order; each component is timed on its own (``pipe`` over all docs after
+    one warm-up batch). ``wps`` is words per wall-clock second, ``cpu_wps``
+    words per second of this process's CPU time (less sensitive to other
+    load on a shared machine). Returns ``{"components": {name: {"seconds",
+    "wps", "cpu_seconds", "cpu_wps"}}, "pipeline": {...}, "n_words",
+    "n_docs", "threads": 1}``.
+    """
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from .evaluation.rhetoric import apply_component, read_references
+
+    torch.set_num_threads(1)
+    nlp = load_pipeline(model)
+    refs = read_references(Path(data), nlp, limit)
+    docs = [gold_word_example(nlp, ref, True).predicted for ref in refs]
+    n_words = sum(len(d) for d in docs)
+    result: Dict[str, Any] = {"model": str(model), "data": str(data), "n_docs": len(docs)}
+    result.update({"n_words": n_words, "threads": 1, "components": {}})
+    total = total_cpu = 0.0
+    with threadpool_limits(limits=1):
+        for name, proc in nlp.pipeline:
+            apply_component(proc, [d.copy() for d in docs[:batch_size]], batch_size)  # warm-up, not timed
+            start, cpu_start = time.perf_counter(), time.process_time()
+            docs = apply_component(proc, docs, batch_size)
+            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+            total += seconds
+            total_cpu += cpu
+            result["components"][name] = _rates(n_words, seconds, cpu)
+    result["pipeline"] = _rates(n_words, total, total_cpu)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, indent=2), encoding="utf8")
+    return result

@@ -206,9 +206,7 @@ class RayAnalyzer:
     strings; ``sections`` empty unless asked for)."""
 
     def __init__(self, model: str, max_length: Optional[int] = None, with_sections: bool = False) -> None:
-        import spacy_rhetoric  # noqa: F401  registers the factories in this worker
-
-        from .analyze import load_pipeline
+        from .pipeline import load_pipeline  # spaCy finds the factories by their entry points
 
         try:
             import torch

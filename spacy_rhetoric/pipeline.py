@@ -380,3 +380,26 @@ def _check_portable(output_dir: Path) -> None:
         text = (output_dir / name).read_text(encoding="utf8")
         if cwd in text or os.path.expanduser("~") + os.sep in text:
             raise ValueError(f"{output_dir / name} contains an absolute path; pass relative paths")
+
+
+#: ``load_pipeline("rules")``: the rule baseline (blank ``zh`` + ``rhetoric_simile_rules``).
+RULES = "rules"
+
+
+def load_pipeline(model: Union[str, Path]) -> Language:
+    """``spacy.load(model)`` (an installed package or a pipeline folder), or
+    the rule baseline for ``"rules"``. Raises OSError with a hint when
+    ``model`` is neither."""
+    import spacy
+
+    if str(model) == RULES:
+        nlp = spacy.blank("zh")
+        nlp.add_pipe("rhetoric_simile_rules")
+        return nlp
+    try:
+        return spacy.load(model)
+    except OSError as err:
+        raise OSError(
+            f"cannot load pipeline {str(model)!r}: not an installed package or a pipeline folder "
+            "(build one with `spacy project run train`, or pass --model PATH)"
+        ) from err

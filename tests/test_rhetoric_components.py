@@ -125,7 +125,8 @@ def test_cerd_fixture_all_labels(tmp_path):
 def test_evaluate_and_benchmark(trained, tmp_path, simile_dir):
     from spacy.tokens import DocBin
 
-    from spacy_rhetoric.scorers.evaluate import benchmark_pipeline, evaluate_rhetoric
+    from spacy_rhetoric.benchmark import benchmark_components
+    from spacy_rhetoric.evaluation.rhetoric import evaluate_rhetoric
 
     db = DocBin(store_user_data=True, docs=simile_docs(simile_dir, "Test", 40))
     db.to_disk(tmp_path / "test.spacy")
@@ -136,7 +137,7 @@ def test_evaluate_and_benchmark(trained, tmp_path, simile_dir):
     assert set(scores["rhetoric_tenor_vehicle_per_type"]) <= {"tenor", "vehicle"}
     rules = evaluate_rhetoric("rules", tmp_path / "test.spacy")
     assert rules["rhetoric_form_per_type"]["simile"]["r"] == 1.0
-    bench = benchmark_pipeline(tmp_path / "m", tmp_path / "test.spacy")
+    bench = benchmark_components(tmp_path / "m", tmp_path / "test.spacy")
     assert set(bench["components"]) == {"tok2vec", "rhetoric_textcat", "rhetoric_components"}
     assert bench["n_words"] == sum(len(d) for d in simile_docs(simile_dir, "Test", 40))
 

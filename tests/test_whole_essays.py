@@ -48,7 +48,7 @@ def test_essay_text_is_what_analyze_reads(nlp, essays):
 
 @pytest.mark.parametrize("before", [False, True], ids=["shipped", "before"])
 def test_cut_keeps_every_paragraph(nlp, essays, before):
-    model = we.load_pipeline(CPU_PIPELINE, before=before) if before else nlp
+    model = we.load_encoders(CPU_PIPELINE, before=before) if before else nlp
     refs = [d for _, paragraphs in essays for d in paragraphs]
     assert len(we.group_essays(refs)) == ESSAYS and len(refs) > ESSAYS
     predicted, cut = we.predict_essays(model, refs)

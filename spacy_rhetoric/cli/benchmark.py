@@ -62,7 +62,7 @@ def benchmark_pipeline_cmd(
     import srsly
     from wasabi import msg
 
-    from ..analyze import load_pipeline
+    from ..pipeline import load_pipeline
     from ..benchmark import benchmark_pipeline, pse_test_texts
 
     data = pse_test_texts(pse_dir, split)
@@ -144,9 +144,9 @@ def benchmark_rhetoric_cmd(
     """Words/second of each pipeline component on one CPU core (gold words and sentences)."""
     from wasabi import msg
 
-    from ..scorers.evaluate import benchmark_pipeline
+    from ..benchmark import benchmark_components
 
-    result = benchmark_pipeline(model, data, limit=limit, output=output)
+    result = benchmark_components(model, data, limit=limit, output=output)
     stats = {**result["components"], "pipeline": result["pipeline"]}
     rows = [(name, f"{v['seconds']:.2f}", f"{v['wps']:.0f}", f"{v['cpu_seconds']:.2f}", f"{v['cpu_wps']:.0f}") for name, v in stats.items()]
     msg.table(rows, header=("component", "wall s", "words/s", "CPU s", "words/CPU s"), divider=True,

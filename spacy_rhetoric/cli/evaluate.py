@@ -141,7 +141,7 @@ def evaluate_rhetoric_cmd(
     """Sentence classification (EM, micro/macro P/R/F1, mapping rates) and component scores on gold words."""
     from wasabi import msg
 
-    from ..scorers.evaluate import evaluate_rhetoric, summary_rows
+    from ..evaluation.rhetoric import evaluate_rhetoric, summary_rows
 
     scores = evaluate_rhetoric(model, data, gold_sents=gold_sents, output=output)
     msg.table(summary_rows(scores), header=("score", "P", "R", "F1"), title=f"{model} on {data}", divider=True)

@@ -98,7 +98,7 @@ def tune_thresholds_cmd(
     """Pick rhetoric_textcat / rhetoric_components thresholds on dev and save the pipeline."""
     from wasabi import msg
 
-    from ..scorers.evaluate import tune_label_thresholds, tune_thresholds
+    from ..evaluation.rhetoric import tune_label_thresholds, tune_thresholds
 
     if per_label:
         for label, r in tune_label_thresholds(model, [dev, *extra_dev], output, min_support=min_support).items():

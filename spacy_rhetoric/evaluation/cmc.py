@@ -112,7 +112,7 @@ def evaluate_cmc(
     batch_size: int = 64,
 ) -> Dict[str, object]:
     """Load ``model`` (pipeline folder or package name, via
-    ``analyze.load_pipeline``), run it over the raw texts of the CMC DocBin
+    ``pipeline.load_pipeline``), run it over the raw texts of the CMC DocBin
     ``data`` (written by ``convert_cmc``) and score with :func:`score_cmc`.
 
     Adds ``model``, ``model_name``, ``model_version``, ``data``, ``seconds``.
@@ -120,7 +120,7 @@ def evaluate_cmc(
     the pipeline cannot be loaded and ValueError when a doc has no
     ``user_data["cmc_label"]``.
     """
-    from ..analyze import load_pipeline
+    from ..pipeline import load_pipeline
     from ..corpora.docbin import read_docbin
 
     nlp = load_pipeline(str(model))

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..analyze import doc_to_record, load_pipeline
+from ..analyze import doc_to_record
+from ..pipeline import load_pipeline
 from ..serve.render import devices_of
 from ..taxonomy import LITERAL, OBJECT_COMPONENT
 

@@ -43,7 +43,7 @@ from spacy.tokens import Doc, SpanGroup
 from spacy.training import Example
 
 from ..readers import gold_word_example
-from ..scorers.evaluate import read_references
+from .rhetoric import read_references
 from ..spangroups import PARALLELISM_KEY, parallelism_offsets, set_parallelisms
 
 #: Paragraph-wise encoders (commit 9ccd4a2) -> the whole-doc ones they replaced.
@@ -90,7 +90,7 @@ def encoder_names(config: Dict[str, Any]) -> List[str]:
     return found
 
 
-def load_pipeline(model: Union[str, Path], before: bool = False) -> Language:
+def load_encoders(model: Union[str, Path], before: bool = False) -> Language:
     """``spacy.load(model)``; with ``before``, the pipeline folder ``model``
     with its paragraph-wise encoders replaced by the whole-doc ones (same
     weights). Raises ValueError when ``before`` is asked of something that
@@ -372,7 +372,7 @@ def evaluate_whole_essays(
     two predictions}``; scores are floats in [0, 1] (``speed`` in words per
     second). Writes it as JSON to ``output``.
     """
-    nlp = load_pipeline(model, before)
+    nlp = load_encoders(model, before)
     refs = read_references(Path(data), nlp)
     paragraph_scores, paragraph_docs = evaluate_paragraphs(nlp, refs, gold_sents)
     essay_docs, cut = predict_essays(nlp, refs, gold_sents)

@@ -83,7 +83,8 @@ from spacy.language import Language
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..analysis_io import InputDoc
-from ..analyze import SCHEMA, load_pipeline, model_info, single_torch_thread
+from ..analyze import SCHEMA, model_info, single_torch_thread
+from ..pipeline import load_pipeline
 from ..taxonomy import OBJECT_COMPONENT
 from .render import render_record, static_text
 
