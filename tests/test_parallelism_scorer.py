@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from spacy_rhetoric.evaluation.parallelism import reference_scores
 from spacy_rhetoric.scorers.parallelism import (
     METRICS,
     document_counts,
     prf_from_sizes,
-    reference_scores,
     score_groups,
     score_parallelism,
 )

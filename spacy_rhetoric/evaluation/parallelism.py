@@ -22,7 +22,7 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 import numpy
 from scipy.optimize import linear_sum_assignment
 
-from ..scorers.parallelism import METRICS, Groups, reference_scores, score_groups
+from ..scorers.parallelism import METRICS, Groups, score_groups
 from ..spangroups import parallelism_offsets
 
 #: Appendix G categories, in the column order of the paper's Table 13.
@@ -229,6 +229,31 @@ def _perturbed(groups: Groups, n_words: int, rng: random.Random) -> List[List[Tu
             new.append((s, min(n_words, max(s + 1, e + rng.randint(-1, 1)))))
         out.append(new)
     return out
+
+
+def reference_scores(pairs: Iterable[Tuple[Groups, Groups]], metrics: Sequence[str] = METRICS) -> Dict[str, Dict[str, float]]:
+    """The same scores computed by ``pyrallelism`` itself (the parity tests
+    and the scorer's speed benchmark); same return layout as
+    :func:`~spacy_rhetoric.scorers.parallelism.score_groups`. pyrallelism is
+    not a runtime dependency: it comes with the ``test`` extra. Raises
+    ImportError without it."""
+    from pyrallelism import evaluate_bipartite_parallelism_metric
+    from pyrallelism.primitives.evaluation_metric import get_metric
+    from pyrallelism.structures.confusion_matrix import ReducedConfusionMatrix
+
+    pairs = list(pairs)
+    result = {}
+    for metric in metrics:
+        total = ReducedConfusionMatrix()
+        for hyp, ref in pairs:
+            hyp_dir = {i: set(map(tuple, p)) for i, p in enumerate(hyp)}
+            ref_dir = {i: set(map(tuple, p)) for i, p in enumerate(ref)}
+            matrix, _ = evaluate_bipartite_parallelism_metric(hyp_dir, ref_dir, get_metric(metric))
+            total += matrix
+        p, r, f = total.get_statistics()
+        result[metric] = {"p": p, "r": r, "f": f, "score": int(total.score),
+                          "hyp_size": int(total.hypothesis_count), "ref_size": int(total.reference_count)}
+    return result
 
 
 def benchmark_scorer(data_path: Path, model_path: Path = None, repeats: int = 5, seed: int = 0) -> Dict:

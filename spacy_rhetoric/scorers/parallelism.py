@@ -185,28 +185,6 @@ def score_groups(pairs: Iterable[Tuple[Groups, Groups]], metrics: Sequence[str] 
     return result
 
 
-def reference_scores(pairs: Iterable[Tuple[Groups, Groups]], metrics: Sequence[str] = METRICS) -> Dict[str, Dict[str, float]]:
-    """The same scores computed by ``pyrallelism`` itself (for parity tests
-    and the speed benchmark); same return layout as :func:`score_groups`."""
-    from pyrallelism import evaluate_bipartite_parallelism_metric
-    from pyrallelism.primitives.evaluation_metric import get_metric
-    from pyrallelism.structures.confusion_matrix import ReducedConfusionMatrix
-
-    pairs = list(pairs)
-    result = {}
-    for metric in metrics:
-        total = ReducedConfusionMatrix()
-        for hyp, ref in pairs:
-            hyp_dir = {i: set(map(tuple, p)) for i, p in enumerate(hyp)}
-            ref_dir = {i: set(map(tuple, p)) for i, p in enumerate(ref)}
-            matrix, _ = evaluate_bipartite_parallelism_metric(hyp_dir, ref_dir, get_metric(metric))
-            total += matrix
-        p, r, f = total.get_statistics()
-        result[metric] = {"p": p, "r": r, "f": f, "score": int(total.score),
-                          "hyp_size": int(total.hypothesis_count), "ref_size": int(total.reference_count)}
-    return result
-
-
 def example_groups(example: Example, key: str = PARALLELISM_KEY) -> Tuple[List[List[Branch]], List[List[Branch]]]:
     """``(hypotheses, references)`` of an Example in reference word offsets.
 
