@@ -9,6 +9,18 @@ import typer
 from ._util import app
 
 
+# Backend options shared by `generate` and `generate-records` (Typer
+# options are plain default values, so one object serves both commands).
+MODEL_PATH = typer.Option(None, "--model-path", help="Local transformers model (Transformers.v1)")
+ADAPTER_PATH = typer.Option(None, "--adapter-path", help="peft LoRA adapter for --model-path")
+BASE_URL = typer.Option(None, "--base-url", help="OpenAI-compatible server (OpenAICompatible.v1)")
+SERVER_MODEL = typer.Option("default", "--server-model", help="Model name on the --base-url server")
+API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Env var holding the API key")
+TIMEOUT = typer.Option(60.0, "--timeout", help="Seconds per HTTP request")
+TOP_P = typer.Option(0.9, "--top-p", help="Nucleus sampling mass (--model-path)")
+REPETITION_PENALTY = typer.Option(1.1, "--repetition-penalty", help="Penalty on repeated tokens (--model-path; 1 = off)")
+
+
 @app.command("generate")
 def generate_cmd(
     rhetoric: str = typer.Option(..., "--rhetoric", "-r", help="metaphor, personification or hyperbole"),
@@ -16,12 +28,12 @@ def generate_cmd(
     context: str = typer.Option("", "--context", "-c", help="Preceding text (its last k sentences are used)"),
     context_file: Optional[Path] = typer.Option(None, "--context-file", exists=True, dir_okay=False, help="Read the preceding text from this file"),
     n: int = typer.Option(3, "--n", help="Candidates to generate"),
-    model_path: Optional[str] = typer.Option(None, "--model-path", help="Local transformers model (Transformers.v1)"),
-    adapter_path: Optional[str] = typer.Option(None, "--adapter-path", help="peft LoRA adapter for --model-path"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server (OpenAICompatible.v1)"),
-    model: str = typer.Option("default", "--server-model", help="Model name on the --base-url server"),
-    api_key_env: Optional[str] = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Env var holding the API key"),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per HTTP request"),
+    model_path: Optional[str] = MODEL_PATH,
+    adapter_path: Optional[str] = ADAPTER_PATH,
+    base_url: Optional[str] = BASE_URL,
+    model: str = SERVER_MODEL,
+    api_key_env: Optional[str] = API_KEY_ENV,
+    timeout: float = TIMEOUT,
     temperature: float = typer.Option(0.7, "--temperature", help="0 = greedy / deterministic"),
     max_new_tokens: int = typer.Option(96, "--max-new-tokens"),
     k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
@@ -29,8 +41,8 @@ def generate_cmd(
     prompt_style: str = typer.Option("instruction", "--prompt-style", help="instruction (chat model, CERD prompt) or completion (base LM, few-shot)"),
     shots: Optional[Path] = typer.Option(None, "--shots", exists=True, dir_okay=False, help="RG records (rg-records JSONL) to draw completion shots from"),
     n_shots: int = typer.Option(4, "--n-shots", help="Shots per completion prompt"),
-    top_p: float = typer.Option(0.9, "--top-p", help="Nucleus sampling mass (--model-path)"),
-    repetition_penalty: float = typer.Option(1.1, "--repetition-penalty", help="Penalty on repeated tokens (--model-path; 1 = off)"),
+    top_p: float = TOP_P,
+    repetition_penalty: float = REPETITION_PENALTY,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for sampling (--model-path)"),
 ) -> None:
     """Generate sentences using a rhetorical device on an object (CERD RG); prints JSON lines, best first."""
@@ -67,19 +79,19 @@ def generate_records_cmd(
     system: str = typer.Option(..., "--system", help="Name of the system; 'human' copies the references"),
     sample: int = typer.Option(300, "--sample", help="Seeded random sample of this many records (0 = all)"),
     sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the sample (keep it for every system)"),
-    model_path: Optional[str] = typer.Option(None, "--model-path", help="Local transformers model"),
-    adapter_path: Optional[str] = typer.Option(None, "--adapter-path", help="peft LoRA adapter for --model-path"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server"),
-    model: str = typer.Option("default", "--server-model", help="Model name on the --base-url server"),
-    api_key_env: Optional[str] = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Env var holding the API key"),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per HTTP request"),
+    model_path: Optional[str] = MODEL_PATH,
+    adapter_path: Optional[str] = ADAPTER_PATH,
+    base_url: Optional[str] = BASE_URL,
+    model: str = SERVER_MODEL,
+    api_key_env: Optional[str] = API_KEY_ENV,
+    timeout: float = TIMEOUT,
     prompt_style: str = typer.Option("completion", "--prompt-style", help="instruction or completion"),
     shots: Optional[Path] = typer.Option(None, "--shots", exists=True, dir_okay=False, help="RG training records for the completion shots"),
     n_shots: int = typer.Option(4, "--n-shots", help="Shots per completion prompt (0 for a LoRA model trained without)"),
     n: int = typer.Option(1, "--n", help="Candidates per record"),
     temperature: float = typer.Option(0.8, "--temperature"),
-    top_p: float = typer.Option(0.9, "--top-p"),
-    repetition_penalty: float = typer.Option(1.1, "--repetition-penalty"),
+    top_p: float = TOP_P,
+    repetition_penalty: float = REPETITION_PENALTY,
     max_new_tokens: int = typer.Option(64, "--max-new-tokens"),
     k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
     seed: int = typer.Option(0, "--seed", help="Sampling seed"),
