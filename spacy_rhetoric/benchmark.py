@@ -174,3 +174,35 @@ def benchmark_components(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(result, indent=2), encoding="utf8")
     return result
+
+
+def benchmark_generation(generator: Any, records: Sequence[Any], *, batch_size: int = 8) -> Dict[str, Any]:
+    """Generation speed of a ``RhetoricGenerator`` on RG records (one
+    process, the backend's own threads): ``tokens_per_second`` counts the
+    generated answer tokens (``Completion.n_tokens``, stop token included)
+    per wall-clock second of the whole call, prompt processing included;
+    also ``records_per_second``, ``seconds``, ``tokens``, ``failures``.
+    One untimed warm-up batch first. Raises ValueError without records."""
+    from .llm.tasks import RGRequest
+
+    if not records:
+        raise ValueError("no RG records to generate for")
+    task = generator.task
+    cfg = generator.cfg
+    decoding = {"n": cfg["n_candidates"], "temperature": cfg["temperature"], "max_new_tokens": cfg["max_new_tokens"]}
+
+    def run(batch):
+        requests = [RGRequest(generator._clip_context(r.previous_sentences), r.rhetoric, r.object) for r in batch]
+        return task.call(generator.backend, task.generate_prompts(requests), **decoding)
+
+    run(records[:batch_size])
+    tokens = failures = 0
+    start = time.perf_counter()
+    for i in range(0, len(records), batch_size):
+        for comps in run(records[i : i + batch_size]):
+            tokens += sum(c.n_tokens or 0 for c in comps)
+            failures += sum(not c.ok for c in comps)
+    seconds = time.perf_counter() - start
+    return {"records": len(records), "tokens": tokens, "seconds": seconds, "failures": failures,
+            "tokens_per_second": tokens / seconds, "records_per_second": len(records) / seconds,
+            "batch_size": batch_size, "machine": {"cpu_count": _cpu_count()}}

@@ -183,3 +183,15 @@ def test_real_gemma_asset_generates():
     cands = gen.generate([], "metaphor", "月亮")
     assert len(cands) == 1 and cands[0].raw
     assert cands[0].ok == bool(cands[0].raw.split("\n", 1)[0].strip())
+
+
+def test_benchmark_generation_counts_generated_tokens(tiny_base, records):
+    from spacy_rhetoric.benchmark import benchmark_generation
+
+    gen = RhetoricGenerator(None, TransformersBackend(str(tiny_base), device="cpu", seed=0),
+                            prompt_style="completion", n_shots=1, n_candidates=1, temperature=1.0, max_new_tokens=5)
+    result = benchmark_generation(gen, records[:4], batch_size=2)
+    assert result["records"] == 4 and 4 <= result["tokens"] <= 20 and result["seconds"] > 0
+    assert result["tokens_per_second"] == pytest.approx(result["tokens"] / result["seconds"])
+    with pytest.raises(ValueError):
+        benchmark_generation(gen, [])

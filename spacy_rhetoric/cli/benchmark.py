@@ -151,3 +151,39 @@ def benchmark_rhetoric_cmd(
     rows = [(name, f"{v['seconds']:.2f}", f"{v['wps']:.0f}", f"{v['cpu_seconds']:.2f}", f"{v['cpu_wps']:.0f}") for name, v in stats.items()]
     msg.table(rows, header=("component", "wall s", "words/s", "CPU s", "words/CPU s"), divider=True,
               title=f"{result['n_words']} words, {result['n_docs']} docs, 1 thread")
+
+
+@benchmark_app.command("generation")
+def benchmark_generation_cmd(
+    records: Path = typer.Argument(..., exists=True, dir_okay=False, help="RG records (rg-records JSONL)"),
+    model_path: str = typer.Option(..., "--model-path", help="Local transformers model"),
+    adapter_path: Optional[str] = typer.Option(None, "--adapter-path", help="peft LoRA adapter"),
+    prompt_style: str = typer.Option("completion", "--prompt-style", help="instruction or completion"),
+    shots: Optional[Path] = typer.Option(None, "--shots", exists=True, dir_okay=False, help="RG records for the completion shots"),
+    n_shots: int = typer.Option(4, "--n-shots"),
+    sample: int = typer.Option(32, "--sample", help="Seeded random sample of this many records"),
+    batch_size: int = typer.Option(8, "--batch-size"),
+    max_new_tokens: int = typer.Option(64, "--max-new-tokens"),
+    device: str = typer.Option("auto", "--device", help="auto (CUDA when present), cpu, cuda:0, ..."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the result as JSON here"),
+) -> None:
+    """Generated tokens per second of a local model on RG records (sampling, T 0.8, top-p 0.9)."""
+    import json
+
+    from ..benchmark import benchmark_generation
+    from ..components.rhetoric_generator import RhetoricGenerator
+    from ..llm.records import read_jsonl
+    from ..llm.rg_batch import sample_records
+    from ..llm.transformers_backend import TransformersBackend
+
+    backend = TransformersBackend(model_path, adapter_path, device=device, batch_size=batch_size, seed=0,
+                                  top_p=0.9, repetition_penalty=1.1)
+    generator = RhetoricGenerator(None, backend, n_candidates=1, temperature=0.8, max_new_tokens=max_new_tokens,
+                                  prompt_style=prompt_style, shots_path=str(shots) if shots else None, n_shots=n_shots)
+    picked = [r for _, r in sample_records(list(read_jsonl(records)), sample, 0)]
+    result = benchmark_generation(generator, picked, batch_size=batch_size)
+    result.update({"model_path": model_path, "adapter_path": adapter_path, "prompt_style": prompt_style, "device": device})
+    typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
