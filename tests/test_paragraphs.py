@@ -102,10 +102,14 @@ def test_transformer_windows_restart_at_line_breaks(nlp):
 
 
 def _sentences(doc, offset: int = 0):
-    return [
-        (s.start_char - offset, s.end_char - offset, {lv: {k: float(v) for k, v in labels.items()} for lv, labels in (s._.rhetoric or {}).items()})
-        for s in doc.sents
-    ]
+    """(start, end, labels) of every sentence; every sentence must carry
+    the classifier's labels (a missing ``_.rhetoric`` fails here)."""
+    out = []
+    for s in doc.sents:
+        assert s._.rhetoric and s._.rhetoric.get("coarse"), f"no labels on {s.text!r}"
+        labels = {lv: {k: float(v) for k, v in value.items()} for lv, value in s._.rhetoric.items()}
+        out.append((s.start_char - offset, s.end_char - offset, labels))
+    return out
 
 
 def _close(a, b) -> bool:

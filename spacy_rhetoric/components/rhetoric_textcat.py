@@ -267,13 +267,13 @@ class RhetoricTextCategorizer(TrainablePipe):
         indices, scores = indices_scores
         scores = self.model.ops.to_numpy(scores)
         lengths = self.model.ops.to_numpy(indices.lengths)
-        data = self.model.ops.to_numpy(indices.dataXd)
         offset = 0
         for doc, n in zip(docs, lengths):
             mark_one_sentence(doc)
             groups = {lv: ([], []) for lv in LEVELS}
-            for row in range(offset, offset + int(n)):
-                sent = doc[int(data[row, 0]) : int(data[row, 1])]
+            # rows follow sentence_spans(doc); the model pooled each without
+            # its edge whitespace, the labels go on the sentence itself
+            for row, sent in zip(range(offset, offset + int(n)), sentence_spans(doc)):
                 decoded = self.decode(scores[row])
                 if self.merge and sent._.rhetoric:
                     decoded = merge_decisions(sent._.rhetoric, decoded)
