@@ -195,3 +195,17 @@ def test_benchmark_generation_counts_generated_tokens(tiny_base, records):
     assert result["tokens_per_second"] == pytest.approx(result["tokens"] / result["seconds"])
     with pytest.raises(ValueError):
         benchmark_generation(gen, [])
+
+
+def test_generation_samples_are_drawn_not_chosen(records, tmp_path):
+    from spacy_rhetoric.llm.rg_batch import samples_markdown
+
+    pairs = sample_records(records, 6, seed=0)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    generate_records(pairs, a, system="human", progress=False)
+    generate_records(pairs[:4], b, system="human", progress=False)  # b holds fewer ids
+    page = samples_markdown([a, b], n=3, seed=1)
+    assert page == samples_markdown([a, b], n=3, seed=1)
+    shown = [int(line.split()[2].rstrip(":")) for line in page.splitlines() if line.startswith("## record")]
+    assert len(shown) == 3 and set(shown) <= {i for i, _ in pairs[:4]}
+    assert page.count("**human**") == 6

@@ -166,3 +166,18 @@ def finetune_cmd(
                f"loss {s['first_loss']:.4f} -> {s['last_loss']:.4f}")
     typer.echo(f"throughput {s['tokens_per_second']:.1f} tokens/s ({s['tokens']} tokens in {s['train_seconds']:.2f} s) on {s['device']}")
     typer.echo(f"adapter saved to {s['adapter']}")
+
+
+@app.command("generation-samples")
+def generation_samples_cmd(
+    files: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="generate-records files, one per system"),
+    output: Path = typer.Option(..., "--output", "-o", help="Markdown page to write"),
+    n: int = typer.Option(10, "--n", help="Records to show"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the draw"),
+) -> None:
+    """N generations per system with their prompts, records drawn by a seed (not by hand)."""
+    from ..llm.rg_batch import samples_markdown
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(samples_markdown(files, n, seed), encoding="utf8")
+    typer.echo(f"wrote {output}", err=True)

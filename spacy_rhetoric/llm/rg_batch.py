@@ -138,3 +138,39 @@ def _batch_line(generator: Any, system: str, i: int, rec: RGRecord, cands: Optio
     good = [c.text for c in cands if c.ok]
     failures = [{"raw": c.raw, "error": c.error} for c in cands if not c.ok]
     return _line(i, rec, system, good, _prompt_text(generator, rec), failures)
+
+
+def read_generation_lines(path: Union[str, Path]) -> dict:
+    """``{id: row}`` of a ``generate-records`` file (complete lines only)."""
+    rows = {}
+    with Path(path).open(encoding="utf8") as fh:
+        for line in fh:
+            try:
+                row = json.loads(line)
+                rows[int(row["id"])] = row
+            except (ValueError, KeyError, TypeError):
+                continue
+    return rows
+
+
+def samples_markdown(paths: Sequence[Union[str, Path]], n: int = 10, seed: int = 0) -> str:
+    """A Markdown page of ``n`` records drawn with ``seed`` from the ids that
+    every file holds (never chosen by hand): per record the request, and
+    per system its prompt and its generation (or why it failed)."""
+    files = [read_generation_lines(p) for p in paths]
+    common = sorted(set.intersection(*(set(f) for f in files))) if files else []
+    picked = sorted(random.Random(seed).sample(common, min(n, len(common))))
+    out = [f"# {len(picked)} generations per system (records drawn with seed {seed} from {len(common)} shared ids)\n"]
+    for i in picked:
+        first = files[0][i]
+        cond = first["condition"]
+        out.append(f"## record {i}: {cond['rhetoric']}, object 「{cond['object']}」\n")
+        out.append(f"- context: {' '.join(first['context']) or '(none)'}")
+        out.append(f"- reference: {first['reference']}\n")
+        for rows in files:
+            row = rows[i]
+            text = row["candidates"][0] if row["candidates"] else f"(failed: {row['failures'][0]['error'] if row['failures'] else 'no answer'})"
+            out.append(f"**{row['system']}**: {text}\n")
+            if row.get("prompt"):
+                out.append("<details><summary>prompt</summary>\n\n```\n" + row["prompt"] + "\n```\n</details>\n")
+    return "\n".join(out) + "\n"
