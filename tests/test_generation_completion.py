@@ -209,3 +209,27 @@ def test_generation_samples_are_drawn_not_chosen(records, tmp_path):
     shown = [int(line.split()[2].rstrip(":")) for line in page.splitlines() if line.startswith("## record")]
     assert len(shown) == 3 and set(shown) <= {i for i, _ in pairs[:4]}
     assert page.count("**human**") == 6
+
+
+ROOT = Path(__file__).resolve().parents[1]
+ADAPTER = ROOT / "training" / "generator-gemma" / "adapter"
+
+
+@pytest.mark.skipif(not (GEMMA / "model.safetensors").exists() or not (ADAPTER / "adapter_config.json").exists(),
+                    reason="Gemma asset or its LoRA adapter not built (spacy project run generator-model, finetune-generator-gemma)")
+def test_serve_suggests_with_the_gemma_config(monkeypatch):
+    """The README's example: ``rhetoric serve --generator-config configs/generator_gemma.cfg``."""
+    pytest.importorskip("fastapi")
+    import spacy
+    from fastapi.testclient import TestClient
+
+    from spacy_rhetoric.serve import create_app
+
+    monkeypatch.chdir(ROOT)  # the config's paths are relative to the project
+    app = create_app(spacy.load(ROOT / "pipelines" / "zh_rhetoric"), generator_config=ROOT / "configs" / "generator_gemma.cfg")
+    client = TestClient(app)
+    assert client.get("/health").json()["suggest"] is True
+    res = client.post("/suggest", json={"text": "放学了。月亮升起来了。", "sentence": 1, "rhetoric": "metaphor", "object": "月亮", "n": 1})
+    assert res.status_code == 200, res.text
+    body = res.json()
+    assert body["object"] == "月亮" and len(body["candidates"]) == 1 and body["candidates"][0]["text"]
