@@ -138,3 +138,27 @@ def test_a_paragraph_gets_the_same_analysis_alone_and_in_its_essay(pipeline: Pat
     # The heading line is classified from its own words only.
     heading = nlp(essay[:start])
     assert _close(_sentences(heading), [s for s in _sentences(whole) if s[0] < start])
+
+
+def test_linker_decodes_each_paragraph_on_its_own(pse_dir: Path):
+    """The linker's Viterbi runs per paragraph: on a real essay its path is
+    the concatenation of the paragraphs' own paths, and on a single
+    paragraph it is exactly the whole-doc path (published figures unchanged)."""
+    from spacy_rhetoric.analyze import iter_inputs
+    from spacy_rhetoric.crf import crf_decode
+
+    nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
+    essay = next(item.text for item in iter_inputs([pse_dir], split="test") if item.text.startswith("绚丽的人生\n"))
+    doc = nlp.make_doc(essay)
+    for _, proc in nlp.pipeline[:-1]:
+        doc = proc(doc)
+    linker = nlp.get_pipe("parallelism_linker")
+    emissions = linker.model.predict([doc])[0]
+    crf = linker.model.get_ref("crf")
+    bounds = paragraph_bounds(doc)
+    assert len(bounds) > 3
+    pieces = crf_decode(crf, [emissions[a:b] for a, b in bounds], linker._mask())
+    assert linker._decode([doc], [emissions]) == [[t for p in pieces for t in p]]
+    a, b = next((a, b) for a, b in bounds if b - a > 20)
+    paragraph = doc[a:b].as_doc()
+    assert linker._decode([paragraph], [emissions[a:b]]) == crf_decode(crf, [emissions[a:b]], linker._mask())

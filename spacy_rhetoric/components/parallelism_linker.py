@@ -32,6 +32,7 @@ from spacy.errors import Errors as SpacyErrors
 from ..errors import Errors
 from ..crf import Mask, crf_decode, crf_loss
 from ..ml import parallelism_tagger as _architecture  # noqa: F401  registers ParallelismTagger.v1
+from ..ml.paragraphs import paragraph_bounds
 from ..scorers.parallelism import score_parallelism
 from ..spangroups import PARALLELISM_KEY, parallelism_offsets, set_parallelisms
 from ..tagging import TagScheme, parse_tag
@@ -197,7 +198,6 @@ class ParallelismLinker(TrainablePipe):
         """Viterbi tag ids per doc (an empty doc gets ``[]``)."""
         docs = list(docs)
         paths: List[List[int]] = [[] for _ in docs]
-        crf = self.model.get_ref("crf")
         nonempty = [i for i, d in enumerate(docs) if len(d)]
         if not nonempty:
             return paths
@@ -205,13 +205,28 @@ class ParallelismLinker(TrainablePipe):
             # a listener (shared tok2vec or transformer) accepts only the
             # whole batch its upstream component saw: no sub-batches
             emissions = self.model.predict(docs)
-            for i, path in zip(nonempty, crf_decode(crf, [emissions[i] for i in nonempty], self._mask())):
+            for i, path in zip(nonempty, self._decode([docs[i] for i in nonempty], [emissions[i] for i in nonempty])):
                 paths[i] = path
             return paths
         for chunk in _length_batches(nonempty, [len(d) for d in docs]):
             emissions = self.model.predict([docs[i] for i in chunk])
-            for i, path in zip(chunk, crf_decode(crf, emissions, self._mask())):
+            for i, path in zip(chunk, self._decode([docs[i] for i in chunk], emissions)):
                 paths[i] = path
+        return paths
+
+    def _decode(self, docs: List[Doc], emissions: List[Floats2d]) -> List[List[int]]:
+        """Viterbi paths, each paragraph of a doc decoded on its own (the
+        training docs are single paragraphs: no tag sequence, and so no
+        link, runs across a line break)."""
+        pieces, owners = [], []
+        for k, (doc, emission) in enumerate(zip(docs, emissions)):
+            for start, end in paragraph_bounds(doc):
+                pieces.append(emission[start:end])
+                owners.append(k)
+        decoded = crf_decode(self.model.get_ref("crf"), pieces, self._mask())
+        paths: List[List[int]] = [[] for _ in docs]
+        for k, path in zip(owners, decoded):
+            paths[k].extend(path)
         return paths
 
     def _listens(self) -> bool:
