@@ -14,9 +14,12 @@ Conventions shared by the converters, ``rhetoric_textcat``,
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from spacy.tokens import Doc, Span
+
+if TYPE_CHECKING:
+    from spacy.training import Example
 
 from .taxonomy import COMPONENT_LABELS, LEVEL_LABELS, LEVELS, LITERAL
 

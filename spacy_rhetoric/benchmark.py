@@ -183,7 +183,7 @@ def benchmark_generation(generator: Any, records: Sequence[Any], *, batch_size: 
     per wall-clock second of the whole call, prompt processing included;
     also ``records_per_second``, ``seconds``, ``tokens``, ``failures``.
     One untimed warm-up batch first. Raises ValueError without records."""
-    from .llm.tasks import RGRequest
+    from .llm.rg_batch import rg_request
 
     if not records:
         raise ValueError("no RG records to generate for")
@@ -192,7 +192,7 @@ def benchmark_generation(generator: Any, records: Sequence[Any], *, batch_size: 
     decoding = {"n": cfg["n_candidates"], "temperature": cfg["temperature"], "max_new_tokens": cfg["max_new_tokens"]}
 
     def run(batch):
-        requests = [RGRequest(generator._clip_context(r.previous_sentences), r.rhetoric, r.object) for r in batch]
+        requests = [rg_request(generator, r) for r in batch]
         return task.call(generator.backend, task.generate_prompts(requests), **decoding)
 
     run(records[:batch_size])

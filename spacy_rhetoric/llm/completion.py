@@ -50,8 +50,7 @@ def join_sentences(sentences: Sequence[str]) -> str:
     return out
 
 
-def _item(record_or_fields: RGRecord, with_target: bool) -> Dict[str, Optional[str]]:
-    r = record_or_fields
+def _item(r: RGRecord, with_target: bool) -> Dict[str, Optional[str]]:
     return {
         "context": join_sentences(r.previous_sentences),
         "rhetoric_zh": COARSE_ZH[r.rhetoric],

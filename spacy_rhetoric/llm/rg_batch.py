@@ -80,10 +80,16 @@ def _line(i: int, rec: RGRecord, system: str, candidates: List[str], prompt: Opt
     return json.dumps(row, ensure_ascii=False) + "\n"
 
 
-def _prompt_text(generator: Any, rec: RGRecord) -> str:
+def rg_request(generator: Any, rec: RGRecord) -> Any:
+    """The generator's request for a record: its context clipped as the
+    generator clips it (``n_context`` sentences, ``max_sentence_chars``)."""
     from .tasks import RGRequest
 
-    return generator.task.prompt_text(RGRequest(generator._clip_context(rec.previous_sentences), rec.rhetoric, rec.object))
+    return RGRequest(generator._clip_context(rec.previous_sentences), rec.rhetoric, rec.object)
+
+
+def _prompt_text(generator: Any, rec: RGRecord) -> str:
+    return generator.task.prompt_text(rg_request(generator, rec))
 
 
 def generate_records(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, Optional, Set
 
 from spacy.scorer import PRFScore
-from spacy.tokens import Doc, Span
+from spacy.tokens import Span
 from spacy.training import Example
 from spacy.util import registry
 
