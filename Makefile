@@ -11,7 +11,7 @@ SHARED ?= ../shared/data
 BROWSER_PACKAGES = chromium chromium-driver fonts-wqy-microhei
 
 install:
-	$(PYTHON) -m pip install -e ".[test,ray,serve,generation]"
+	$(PYTHON) -m pip install -e ".[test,ray,serve,generation,vectors]"
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
 	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	  echo "installing $(BROWSER_PACKAGES) for the browser tests (apt-get)"; \

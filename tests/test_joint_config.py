@@ -24,9 +24,26 @@ TINY = {
 }
 
 
-def joint_pipeline(config: str = "zh_rhetoric_cpu.cfg"):
-    cfg = spacy.util.load_config(ROOT / "configs" / config, overrides=TINY, interpolate=False)
+def joint_pipeline(vectors: Path, config: str = "zh_rhetoric_cpu.cfg"):
+    """The config's pipeline, small, with ``vectors`` as its static vectors
+    (the shipped table, assets/vectors/zh_synonyms, is not in a clone)."""
+    cfg = spacy.util.load_config(ROOT / "configs" / config, overrides={**TINY, "paths.vectors": str(vectors)},
+                                 interpolate=False)
     return spacy.util.load_model_from_config(cfg, auto_fill=True, validate=True)
+
+
+@pytest.fixture(scope="module")
+def small_vectors(corpus_docs, tmp_path_factory) -> Path:
+    """A vectors table (width 20) for half of the corpus words, seeded random
+    values: what the static-vector path needs, without the 50,000-row asset."""
+    words = sorted({t.text for docs in corpus_docs.values() for d in docs for t in d if not t.is_space})[::2]
+    rng = numpy.random.default_rng(0)
+    nlp = spacy.blank("zh")
+    for word in words:
+        nlp.vocab.set_vector(word, rng.normal(size=20).astype("float32"))
+    out = tmp_path_factory.mktemp("vectors") / "zh_small"
+    nlp.to_disk(out)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -46,19 +63,22 @@ def corpus_docs(shared_data: Path):
     return {"pse-i-cerd": cerd, "pse-i": pse, "simile": simile, "cmc": cmc}
 
 
-def test_one_shared_tok2vec():
-    nlp = joint_pipeline()
+def test_one_shared_tok2vec(small_vectors):
+    nlp = joint_pipeline(small_vectors)
     assert nlp.pipe_names == ["tok2vec", "clause_segmenter", "rhetoric_textcat", "rhetoric_components", "parallelism_linker"]
     listeners = {name for name in nlp.pipe_names if hasattr(nlp.get_pipe(name), "model")
                  and any(hasattr(n, "upstream_name") for n in nlp.get_pipe(name).model.walk())}
     assert listeners == {"rhetoric_textcat", "rhetoric_components", "parallelism_linker"}
 
 
-def test_joint_training_on_every_corpus_and_io(corpus_docs, tmp_path):
-    nlp = joint_pipeline()
+def test_joint_training_on_every_corpus_and_io(corpus_docs, small_vectors, tmp_path):
+    nlp = joint_pipeline(small_vectors)
     refs = [d for docs in corpus_docs.values() for d in docs]
     examples = examples_for(nlp, refs)
     train(nlp, examples, steps=3)
+    # the static vectors were loaded and are read by the shared tok2vec
+    assert nlp.vocab.vectors.shape[1] == 20 and nlp.vocab.vectors.shape[0] > 50
+    assert any(node.name == "static_vectors" for node in nlp.get_pipe("tok2vec").model.walk())
     textcat = nlp.get_pipe("rhetoric_textcat")
     # every corpus contributes labels: CERD's fine labels, CMC's disjunction
     assert {"coarse/personification", "coarse/hyperbole", "form/verb", "coarse/parallelism"} <= set(textcat.cfg["trained_labels"])
@@ -68,6 +88,7 @@ def test_joint_training_on_every_corpus_and_io(corpus_docs, tmp_path):
     before = [d.to_json()["spans"] for d in nlp.pipe(texts)]
     nlp.to_disk(tmp_path / "joint")
     loaded = spacy.load(tmp_path / "joint")
+    assert loaded.vocab.vectors.shape == nlp.vocab.vectors.shape
     after = [d.to_json()["spans"] for d in loaded.pipe(texts)]
     assert before == after
     for a, b in zip(nlp.pipe(texts), loaded.pipe(texts)):
@@ -78,11 +99,11 @@ def test_joint_training_on_every_corpus_and_io(corpus_docs, tmp_path):
                     assert v == pytest.approx(sb._.rhetoric[level][k], abs=1e-5)
 
 
-def test_linker_is_not_taught_by_corpora_without_parallelism(corpus_docs):
+def test_linker_is_not_taught_by_corpora_without_parallelism(corpus_docs, small_vectors):
     """Updating the joint pipeline on simile and CMC docs only (no
     parallelism annotation) leaves the linker's own layers unchanged, while
     the textcat does learn from them."""
-    nlp = joint_pipeline()
+    nlp = joint_pipeline(small_vectors)
     all_refs = [d for docs in corpus_docs.values() for d in docs]
     optimizer = nlp.initialize(lambda: examples_for(nlp, all_refs))
     linker = nlp.get_pipe("parallelism_linker")

@@ -188,3 +188,33 @@ def test_disjunction_trains_the_most_probable_label(trained):
     assert d[0, col["coarse/metaphor"]] == 0.0
     assert d[0, col["coarse/literal"]] == pytest.approx(0.5)
     assert d[0, col["coarse/hyperbole"]] == 0.0
+
+
+def test_positive_weights_scale_only_positive_targets(trained, mixed_refs):
+    """positive_weights multiplies the gradient where the target is 1 and
+    leaves negatives and unannotated labels as they were."""
+    textcat = trained.get_pipe("rhetoric_textcat")
+    col = {k: i for i, k in enumerate(textcat.labels)}
+    m = col["coarse/metaphor"]
+    egs = examples_for(trained, mixed_refs[:40])  # simile sentences: similes and literal ones
+    _, target, mask, _ = textcat._targets(egs)
+    eg = egs
+    scores = textcat.model.ops.asarray2f(numpy.full(target.shape, 0.5, dtype="f"))
+    loss, plain = textcat.get_loss(eg, scores, target=target, mask=mask)
+    textcat.positive_weights = {"coarse/metaphor": 4.0, "coarse/hyperbole": 4.0}
+    try:
+        weighted_loss, weighted = textcat.get_loss(eg, scores, target=target, mask=mask)
+    finally:
+        textcat.positive_weights = {}
+    plain, weighted = textcat.model.ops.to_numpy(plain), textcat.model.ops.to_numpy(weighted)
+    positive = target[:, col["coarse/metaphor"]] > 0.5
+    assert positive.any() and (~positive).any()
+    assert numpy.allclose(weighted[positive, m], 4.0 * plain[positive, m])
+    assert numpy.allclose(weighted[~positive, m], plain[~positive, m])
+    other = [c for c in range(target.shape[1]) if c != m]
+    assert numpy.array_equal(weighted[:, other], plain[:, other])  # hyperbole: unannotated, still 0
+    assert weighted_loss > loss
+    with pytest.raises(ValueError, match=r"\[R111\]"):
+        trained.add_pipe("rhetoric_textcat", name="bad3", config={"positive_weights": {"coarse/hyperbole": 0}})
+    with pytest.raises(ValueError, match=r"\[R110\].*positive_weights"):
+        trained.add_pipe("rhetoric_textcat", name="bad4", config={"positive_weights": {"hyperbole": 2.0}})

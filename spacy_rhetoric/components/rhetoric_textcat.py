@@ -84,6 +84,7 @@ if not Span.has_extension("rhetoric"):
         "thresholds": {},
         "fine_fallback": True,
         "merge": False,
+        "positive_weights": {},
         "scorer": {"@scorers": "spacy_rhetoric.rhetoric_classification_scorer.v1"},
     },
     default_score_weights={
@@ -102,6 +103,7 @@ def make_rhetoric_textcat(
     thresholds: Dict[str, float],
     fine_fallback: bool,
     merge: bool,
+    positive_weights: Dict[str, float],
     scorer: Optional[Callable],
 ) -> "RhetoricTextCategorizer":
     """Factory of :class:`RhetoricTextCategorizer` (see its docstring)."""
@@ -113,6 +115,7 @@ def make_rhetoric_textcat(
         thresholds=thresholds,
         fine_fallback=fine_fallback,
         merge=merge,
+        positive_weights=positive_weights,
         scorer=scorer,
     )
 
@@ -206,15 +209,23 @@ class RhetoricTextCategorizer(TrainablePipe):
         thresholds: Optional[Dict[str, float]] = None,
         fine_fallback: bool = True,
         merge: bool = False,
+        positive_weights: Optional[Dict[str, float]] = None,
         scorer: Optional[Callable] = score_rhetoric_classification,
     ) -> None:
-        """Raises ValueError for a threshold outside [0, 1] or an unknown label key."""
+        """Raises ValueError for a threshold outside [0, 1], a positive weight
+        <= 0 or an unknown label key."""
         thresholds = dict(thresholds or {})
         for key, value in [("threshold", threshold), *thresholds.items()]:
             if key != "threshold" and key not in ALL_LEVEL_LABELS:
-                raise ValueError(Errors.R110.format(key=key))
+                raise ValueError(Errors.R110.format(key=key, setting="thresholds"))
             if not 0.0 <= float(value) <= 1.0:
                 raise ValueError(Errors.R104.format(key=key, value=value))
+        positive_weights = {k: float(v) for k, v in (positive_weights or {}).items()}
+        for key, value in positive_weights.items():
+            if key not in ALL_LEVEL_LABELS:
+                raise ValueError(Errors.R110.format(key=key, setting="positive_weights"))
+            if not value > 0:
+                raise ValueError(Errors.R111.format(key=key, value=value))
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -222,6 +233,8 @@ class RhetoricTextCategorizer(TrainablePipe):
         # a config setting, kept out of cfg so that loading weights trained
         # without it (from_bytes/from_disk) cannot switch it off
         self.merge = bool(merge)
+        # a training setting only, kept out of cfg like merge
+        self.positive_weights = positive_weights
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "trained_labels": [],
@@ -433,11 +446,14 @@ class RhetoricTextCategorizer(TrainablePipe):
         mask: Optional[numpy.ndarray] = None,
         disjunctions: Optional[Disjunctions] = None,
     ) -> Tuple[float, Floats2d]:
-        """Masked squared-error loss of sigmoid outputs, as spaCy's spancat.
+        """Masked, weighted squared-error loss of sigmoid outputs, as spaCy's spancat.
 
         scores: Floats2d (n_sentences, n_labels) over the gold sentences of
-        ``examples``. Gradient = (scores - target) * mask, where mask is 0 for
-        labels the example's doc does not annotate. A disjunction ("at least
+        ``examples``. Gradient = (scores - target) * mask * weight, where mask
+        is 0 for labels the example's doc does not annotate, and weight is
+        ``positive_weights[label]`` where the target is 1 (else 1): the
+        positive-class weight of a weighted binary loss, for labels with few
+        positive sentences (personification, hyperbole). A disjunction ("at least
         one of these labels", e.g. CMC's metaphor-or-personification) trains
         its currently most probable label towards 1 and leaves the others
         masked: the max approximation of the disjunction's probability.
@@ -445,6 +461,8 @@ class RhetoricTextCategorizer(TrainablePipe):
         """
         if target is None or mask is None:
             _, target, mask, disjunctions = self._targets(list(examples))
+        # gold positives only: a disjunction's guessed label keeps weight 1
+        positive_weight = self._positive_weight_matrix(target)
         if disjunctions:
             target, mask = target.copy(), mask.copy()
             host = self.model.ops.to_numpy(scores)
@@ -453,8 +471,18 @@ class RhetoricTextCategorizer(TrainablePipe):
                 target[row, best] = 1.0
                 mask[row, best] = 1.0
         ops = self.model.ops
-        d_scores = (scores - ops.asarray2f(target)) * ops.asarray2f(mask)
-        return float((d_scores**2).sum()), d_scores
+        weight = mask * positive_weight
+        diff = scores - ops.asarray2f(target)
+        d_scores = diff * ops.asarray2f(weight)
+        return float((diff**2 * ops.asarray2f(weight)).sum()), d_scores
+
+    def _positive_weight_matrix(self, target: numpy.ndarray) -> numpy.ndarray:
+        """Floats2d like ``target``: ``positive_weights[label]`` where the target is 1, else 1."""
+        weight = numpy.ones_like(target)
+        for col, label in enumerate(self.labels):
+            if label in self.positive_weights:
+                weight[:, col] = numpy.where(target[:, col] > 0.5, self.positive_weights[label], 1.0)
+        return weight
 
     def initialize(
         self,
