@@ -39,3 +39,19 @@ def test_every_dependency_and_output_is_one_path():
     for cmd in config["commands"]:
         for path in cmd.get("deps", []) + cmd.get("outputs", []):
             assert ", " not in path, f"{cmd['name']}: {path!r}"
+
+
+def test_train_workflow_builds_the_vectors_the_config_reads():
+    """configs/zh_rhetoric_cpu.cfg reads static vectors; a step of `train`
+    must build them before `spacy train` runs."""
+    import spacy
+
+    project = srsly.read_yaml(ROOT / "project.yml")
+    vectors = spacy.util.load_config(ROOT / "configs" / "zh_rhetoric_cpu.cfg")["paths"]["vectors"]
+    assert vectors
+    by_name = {c["name"]: c for c in project["commands"]}
+    steps = project["workflows"]["train"]
+    builders = [i for i, s in enumerate(steps) if vectors in by_name[s].get("outputs", [])]
+    trainers = [i for i, s in enumerate(steps) if "spacy train configs/zh_rhetoric_cpu.cfg" in " ".join(by_name[s]["script"])]
+    assert builders and trainers and builders[0] < trainers[0]
+    assert vectors in by_name[steps[trainers[0]]]["deps"]
