@@ -162,3 +162,44 @@ def test_linker_decodes_each_paragraph_on_its_own(pse_dir: Path):
     a, b = next((a, b) for a, b in bounds if b - a > 20)
     paragraph = doc[a:b].as_doc()
     assert linker._decode([paragraph], [emissions[a:b]]) == crf_decode(crf, [emissions[a:b]], linker._mask())
+
+
+def _char_groups(doc, offset: int = 0):
+    from spacy_rhetoric.spangroups import parallelism_offsets
+
+    return [[(doc[a].idx - offset, doc[b - 1].idx + len(doc[b - 1]) - offset) for a, b in group]
+            for group in parallelism_offsets(doc)]
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES, ids=[p.name for p in PIPELINES])
+def test_linker_reads_each_paragraph_on_its_own(pipeline: Path, pse_dir: Path):
+    """The linker's BiLSTM and repetition features run per paragraph
+    (predict_by_paragraph): on a real essay every paragraph gets the same
+    emissions and parallelisms alone as inside the essay, and a single
+    paragraph gets the emissions of the plain model."""
+    from spacy_rhetoric.analyze import iter_inputs
+    from spacy_rhetoric.ml.parallelism_tagger import predict_by_paragraph
+    from spacy_rhetoric.spangroups import parallelism_offsets
+
+    nlp = spacy.load(pipeline)
+    linker = nlp.get_pipe("parallelism_linker")
+    essay = next(item.text for item in iter_inputs([pse_dir], split="test") if item.text.startswith("绚丽的人生\n"))
+    whole = nlp(essay)
+    assert len(paragraph_bounds(whole)) > 3 and len(parallelism_offsets(whole)) >= 1
+    emissions = predict_by_paragraph(linker.model, [whole])[0]
+    start, n_checked = 0, 0
+    for line in essay.split("\n"):
+        end = start + len(line)
+        if line.strip():
+            alone = nlp(line)
+            inside = [g for g in _char_groups(whole, start) if 0 <= g[0][0] < end - start]
+            assert _char_groups(alone) == inside, line[:20]
+            t0 = whole.char_span(start, end).start
+            assert [t.text for t in whole[t0:t0 + len(alone)]] == [t.text for t in alone]
+            own = predict_by_paragraph(linker.model, [alone])[0]
+            assert own.shape[0] == len(alone)
+            numpy.testing.assert_allclose(own, emissions[t0:t0 + len(alone)], atol=1e-3)
+            numpy.testing.assert_allclose(own, linker.model.predict([alone])[0], atol=1e-4)
+            n_checked += 1
+        start = end + 1
+    assert n_checked >= 4

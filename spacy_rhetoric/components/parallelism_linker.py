@@ -31,7 +31,7 @@ from spacy.errors import Errors as SpacyErrors
 
 from ..errors import Errors
 from ..crf import Mask, crf_decode, crf_loss
-from ..ml import parallelism_tagger as _architecture  # noqa: F401  registers ParallelismTagger.v1
+from ..ml.parallelism_tagger import predict_by_paragraph  # also registers ParallelismTagger.v1
 from ..ml.paragraphs import paragraph_bounds
 from ..scorers.parallelism import score_parallelism
 from ..spangroups import PARALLELISM_KEY, parallelism_offsets, set_parallelisms
@@ -204,12 +204,12 @@ class ParallelismLinker(TrainablePipe):
         if self._listens():
             # a listener (shared tok2vec or transformer) accepts only the
             # whole batch its upstream component saw: no sub-batches
-            emissions = self.model.predict(docs)
+            emissions = predict_by_paragraph(self.model, docs)
             for i, path in zip(nonempty, self._decode([docs[i] for i in nonempty], [emissions[i] for i in nonempty])):
                 paths[i] = path
             return paths
         for chunk in _length_batches(nonempty, [len(d) for d in docs]):
-            emissions = self.model.predict([docs[i] for i in chunk])
+            emissions = predict_by_paragraph(self.model, [docs[i] for i in chunk])
             for i, path in zip(chunk, self._decode([docs[i] for i in chunk], emissions)):
                 paths[i] = path
         return paths

@@ -50,16 +50,20 @@ def RepetitionFeatures() -> Model[List[Doc], List[Floats2d]]:
     return Model("repetition_features", _repetition_forward, dims={"nO": 2 * (len(REPETITION_BUCKETS) + 1)})
 
 
-def _repetition_forward(model: Model, docs: List[Doc], is_train: bool):
+def repetition_features(norms: numpy.ndarray) -> numpy.ndarray:
+    """Floats2d (n_words, 2 * 16): the one-hot distance buckets of
+    :func:`RepetitionFeatures` for a sequence of NORM ids."""
     n_buckets = len(REPETITION_BUCKETS) + 1
-    out = []
-    for doc in docs:
-        buckets = _distance_buckets(doc.to_array("NORM"))
-        feats = numpy.zeros((len(doc), 2 * n_buckets), dtype="float32")
-        rows = numpy.arange(len(doc))
-        feats[rows, buckets[:, 0]] = 1.0
-        feats[rows, n_buckets + buckets[:, 1]] = 1.0
-        out.append(model.ops.asarray2f(feats))
+    buckets = _distance_buckets(norms)
+    feats = numpy.zeros((len(norms), 2 * n_buckets), dtype="float32")
+    rows = numpy.arange(len(norms))
+    feats[rows, buckets[:, 0]] = 1.0
+    feats[rows, n_buckets + buckets[:, 1]] = 1.0
+    return feats
+
+
+def _repetition_forward(model: Model, docs: List[Doc], is_train: bool):
+    out = [model.ops.asarray2f(repetition_features(doc.to_array("NORM"))) for doc in docs]
     return out, lambda dY: []
 
 
@@ -108,3 +112,41 @@ def build_parallelism_tagger(
     model.set_ref("output_layer", output_layer)
     model.set_ref("crf", crf)
     return model
+
+
+def predict_by_paragraph(model: Model, docs: List[Doc]) -> List[Floats2d]:
+    """CRF emissions of a :func:`build_parallelism_tagger` model, List[Floats2d]
+    each (n_words, nO), with everything after the word vectors (repetition
+    features, BiLSTM, output layer) run on each piece of
+    :func:`spacy_rhetoric.ml.paragraphs.paragraph_bounds` on its own, as on
+    the one-paragraph training docs: no BiLSTM state and no repetition
+    distance crosses a line break. The word vectors come from one call on the
+    whole docs (a listener accepts only its upstream's batch). A doc of one
+    paragraph gets exactly ``model.predict``'s emissions."""
+    from .paragraphs import paragraph_bounds
+
+    tok2vec = model.get_ref("tok2vec")
+    first, rest = model.layers[0], model.layers[1:]
+    with_repetition = first is not tok2vec
+    if with_repetition and [layer.name for layer in first.layers[1:]] != ["repetition_features"]:
+        raise ValueError(f"unexpected first layer of a parallelism tagger: {first.name}")
+    vectors = tok2vec.predict(docs)
+    pieces, owners = [], []
+    for k, (doc, X) in enumerate(zip(docs, vectors)):
+        norms = doc.to_array("NORM") if with_repetition else None
+        for start, end in paragraph_bounds(doc):
+            if start == end:  # an empty doc
+                continue
+            piece = X[start:end]
+            if with_repetition:
+                rep = model.ops.asarray2f(repetition_features(norms[start:end]))
+                piece = model.ops.xp.hstack([piece, rep])
+            pieces.append(piece)
+            owners.append(k)
+    for layer in rest:
+        pieces = layer.predict(pieces)
+    joined: List[List[Floats2d]] = [[] for _ in docs]
+    for k, piece in zip(owners, pieces):
+        joined[k].append(piece)
+    n_tags = model.get_ref("output_layer").get_dim("nO")
+    return [model.ops.xp.vstack(parts) if parts else model.ops.alloc2f(0, n_tags) for parts in joined]
