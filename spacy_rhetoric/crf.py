@@ -159,7 +159,7 @@ def viterbi(
     for t in range(1, T):
         cand = delta[:, :, None] + trans[None]
         best_prev = cand.argmax(axis=1)
-        step = numpy.take_along_axis(cand, best_prev[:, None, :], axis=1)[:, 0] + emit[:, t]
+        step = cand.max(axis=1) + emit[:, t]  # the value at best_prev
         live = (t < lengths)[:, None]
         delta = numpy.where(live, step, delta)
         back[:, t] = best_prev

@@ -129,3 +129,30 @@ def test_saved_and_loaded_pipeline_gives_the_same_answers(pipeline: Path, pse_di
     nlp.to_disk(tmp_path / "copy")
     after = [annotations(d) for d in spacy.load(tmp_path / "copy").pipe(texts)]
     assert max(max_difference(a, b) for a, b in zip(before, after)) <= TOLERANCE
+
+
+_ORDER_SCRIPT = """
+import json, sys, spacy
+from spacy_rhetoric.analyze import iter_inputs
+texts = [i.text for i in iter_inputs([sys.argv[2]], split="test")][:8]
+nlp = spacy.load(sys.argv[1])
+out = []
+for doc in nlp.pipe(texts):
+    out.append({"spans": {k: [(s.start, s.end, s.label_) for s in g] for k, g in doc.spans.items()},
+                "labels": [{lv: list(v) for lv, v in s._.rhetoric.items()} for s in doc.sents]})
+print(json.dumps(out, ensure_ascii=False))
+"""
+
+
+def test_same_order_in_every_process(pse_dir: Path):
+    """Span groups and label dicts come out in the same order whatever
+    Python's string hashing seed (it differs between processes): the order
+    once followed a set."""
+    outputs = set()
+    for seed in ("1", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "USE_TF": "0"}
+        proc = subprocess.run([sys.executable, "-c", _ORDER_SCRIPT, str(ROOT / "pipelines" / "zh_rhetoric"), str(pse_dir)],
+                              capture_output=True, text=True, env=env, timeout=HANG_LIMIT_S)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outputs.add(proc.stdout)
+    assert len(outputs) == 1

@@ -323,7 +323,8 @@ class RhetoricTextCategorizer(TrainablePipe):
         def prob(key: str) -> float:
             return float(probs[col[key]])
 
-        devices = [k for k in trained if k.startswith("coarse/") and k != f"coarse/{LITERAL}"]
+        # column order, not set order: the same dicts and span order in every process
+        devices = [k for k in self.labels if k in trained and k.startswith("coarse/") and k != f"coarse/{LITERAL}"]
         coarse = {k.split("/", 1)[1]: prob(k) for k in devices if prob(k) >= self._threshold(k)}
         result: Dict[str, Dict[str, float]] = {lv: {} for lv in LEVELS}
         if not coarse:

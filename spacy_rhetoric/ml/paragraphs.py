@@ -10,9 +10,10 @@ like its training data, and a paragraph gets the same vectors whether it is
 analysed alone or inside its essay.
 
 - ``spacy_rhetoric.ParagraphTok2Vec.v1`` is ``spacy.Tok2Vec.v2`` (embed,
-  then encode) run on paragraphs: each doc with line breaks is cut into
-  paragraph docs, embed and encode run on all of them as one batch, and the
-  outputs are concatenated back per doc. A doc without a line break goes
+  then encode) with the encoder run on paragraphs: each doc is embedded
+  whole (the embedding reads one word at a time), its embedding is cut into
+  paragraphs, the encoder runs on all of them as one batch, and the outputs
+  are concatenated back per doc. A doc without a line break goes
   through unchanged, so on single-paragraph docs the outputs are exactly
   those of ``spacy.Tok2Vec.v2`` with the same weights.
 - ``spacy_rhetoric.paragraph_strided_spans.v1`` is the same idea for
@@ -40,23 +41,26 @@ def paragraph_bounds(doc: Doc) -> List[Tuple[int, int]]:
     in, covering every token once, in order: each paragraph, and apart from
     it each run of whitespace tokens that holds a line break (a training
     doc never ends with one)."""
+    n = len(doc)
+    spaces = doc.to_array("IS_SPACE").astype(bool).tolist() if n else []
+    # only whitespace tokens can hold a line break: look at their text alone
+    breaks = [i for i, space in enumerate(spaces) if space and "\n" in doc[i].text]
     bounds: List[Tuple[int, int]] = []
-    start, i, n = 0, 0, len(doc)
-    while i < n:
-        if doc[i].is_space and "\n" in doc[i].text:
-            j = i + 1
-            while j < n and doc[j].is_space:
-                j += 1
-            # spaces just before the line break go into its piece
-            k = i
-            while k > start and doc[k - 1].is_space:
-                k -= 1
-            if k > start:
-                bounds.append((start, k))
-            bounds.append((k, j))
-            start = i = j
-        else:
-            i += 1
+    start = 0
+    for i in breaks:
+        if i < start:  # inside the whitespace run of an earlier break
+            continue
+        j = i + 1
+        while j < n and spaces[j]:
+            j += 1
+        # spaces just before the line break go into its piece
+        k = i
+        while k > start and spaces[k - 1]:
+            k -= 1
+        if k > start:
+            bounds.append((start, k))
+        bounds.append((k, j))
+        start = j
     if start < n or not bounds:
         bounds.append((start, n))
     return bounds
@@ -101,32 +105,33 @@ def _split(docs: List[Doc]) -> Tuple[List[Doc], List[int]]:
 
 
 def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
-    pieces, counts = _split(docs)
-    X: Any = pieces
-    callbacks = []
-    for layer in model.layers:  # embed, then encode (chain's forward)
-        X, backprop_layer = layer(X, is_train)
-        callbacks.append(backprop_layer)
+    # The embedding is per word, so the whole docs are embedded at once and
+    # only the encoder (CNN, BiLSTM), which reads context, runs per paragraph.
+    embed, encode = model.layers
+    E, backprop_embed = embed(docs, is_train)
+    bounds = [paragraph_bounds(doc) for doc in docs]
+    pieces = [e[a:b] for e, doc_bounds in zip(E, bounds) for a, b in doc_bounds]
+    X, backprop_encode = encode(pieces, is_train)
     xp = model.ops.xp
     Y: List[Floats2d] = []
     k = 0
-    for n in counts:
+    for doc_bounds in bounds:
+        n = len(doc_bounds)
         Y.append(X[k] if n == 1 else xp.concatenate(X[k : k + n], axis=0))
         k += n
 
     def backprop(dY: List[Floats2d]) -> List[Doc]:
-        dX: Any = []
+        d_pieces: Any = []
+        for d, doc_bounds in zip(dY, bounds):
+            d_pieces.extend(d[a:b] for a, b in doc_bounds)
+        d_encoded = backprop_encode(d_pieces)
+        dE: Any = []
         k = 0
-        for d, n in zip(dY, counts):
-            if n == 1:
-                dX.append(d)
-            else:
-                offsets = xp.cumsum(xp.asarray([len(p) for p in pieces[k : k + n]]))[:-1].tolist()
-                dX.extend(xp.split(d, offsets, axis=0))
+        for doc_bounds in bounds:
+            n = len(doc_bounds)
+            dE.append(d_encoded[k] if n == 1 else xp.concatenate(d_encoded[k : k + n], axis=0))
             k += n
-        for callback in reversed(callbacks):
-            dX = callback(dX)
-        return []
+        return backprop_embed(dE)
 
     return Y, backprop
 
