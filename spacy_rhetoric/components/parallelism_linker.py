@@ -32,7 +32,7 @@ from spacy.errors import Errors as SpacyErrors
 from ..errors import Errors
 from ..crf import Mask, crf_decode, crf_loss
 from ..ml.parallelism_tagger import predict_by_paragraph  # also registers ParallelismTagger.v1
-from ..ml.paragraphs import paragraph_bounds
+from ..ml.paragraphs import cut, paragraph_bounds
 from ..scorers.parallelism import score_parallelism
 from ..spangroups import PARALLELISM_KEY, parallelism_offsets, set_parallelisms
 from ..tagging import TagScheme, parse_tag
@@ -204,27 +204,32 @@ class ParallelismLinker(TrainablePipe):
         if self._listens():
             # a listener (shared tok2vec or transformer) accepts only the
             # whole batch its upstream component saw: no sub-batches
-            emissions = predict_by_paragraph(self.model, docs)
-            for i, path in zip(nonempty, self._decode([docs[i] for i in nonempty], [emissions[i] for i in nonempty])):
+            bounds = [paragraph_bounds(doc) for doc in docs]
+            emissions = predict_by_paragraph(self.model, docs, bounds)
+            decoded = self._decode([docs[i] for i in nonempty], [emissions[i] for i in nonempty], [bounds[i] for i in nonempty])
+            for i, path in zip(nonempty, decoded):
                 paths[i] = path
             return paths
         for chunk in _length_batches(nonempty, [len(d) for d in docs]):
-            emissions = predict_by_paragraph(self.model, [docs[i] for i in chunk])
-            for i, path in zip(chunk, self._decode([docs[i] for i in chunk], emissions)):
+            bounds = [paragraph_bounds(docs[i]) for i in chunk]
+            emissions = predict_by_paragraph(self.model, [docs[i] for i in chunk], bounds)
+            for i, path in zip(chunk, self._decode([docs[i] for i in chunk], emissions, bounds)):
                 paths[i] = path
         return paths
 
-    def _decode(self, docs: List[Doc], emissions: List[Floats2d]) -> List[List[int]]:
+    def _decode(
+        self, docs: List[Doc], emissions: List[Floats2d], bounds: Optional[List[List[Tuple[int, int]]]] = None
+    ) -> List[List[int]]:
         """Viterbi paths, each paragraph of a doc decoded on its own (the
         training docs are single paragraphs: no tag sequence, and so no
-        link, runs across a line break)."""
-        pieces, owners = [], []
-        for k, (doc, emission) in enumerate(zip(docs, emissions)):
-            for start, end in paragraph_bounds(doc):
-                pieces.append(emission[start:end])
-                owners.append(k)
+        link, runs across a line break). ``bounds``: the docs'
+        :func:`paragraph_bounds`, when the caller has them already."""
+        if bounds is None:
+            bounds = [paragraph_bounds(doc) for doc in docs]
+        pieces = cut(emissions, bounds)
+        owners = [k for k, doc_bounds in enumerate(bounds) for _ in doc_bounds]
         decoded = crf_decode(self.model.get_ref("crf"), pieces, self._mask())
-        paths: List[List[int]] = [[] for _ in docs]
+        paths: List[List[int]] = [[] for _ in bounds]
         for k, path in zip(owners, decoded):
             paths[k].extend(path)
         return paths

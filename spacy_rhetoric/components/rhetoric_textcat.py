@@ -479,11 +479,8 @@ class RhetoricTextCategorizer(TrainablePipe):
 
     def _positive_weight_matrix(self, target: numpy.ndarray) -> numpy.ndarray:
         """Floats2d like ``target``: ``positive_weights[label]`` where the target is 1, else 1."""
-        weight = numpy.ones_like(target)
-        for col, label in enumerate(self.labels):
-            if label in self.positive_weights:
-                weight[:, col] = numpy.where(target[:, col] > 0.5, self.positive_weights[label], 1.0)
-        return weight
+        per_label = numpy.asarray([self.positive_weights.get(label, 1.0) for label in self.labels], dtype=target.dtype)
+        return numpy.where(target > 0.5, per_label[None, :], numpy.ones_like(target))
 
     def initialize(
         self,

@@ -26,7 +26,7 @@ token belongs to exactly one piece.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
 from spacy.util import registry
@@ -90,18 +90,21 @@ def build_paragraph_tok2vec(
     return model
 
 
-def _split(docs: List[Doc]) -> Tuple[List[Doc], List[int]]:
-    """Paragraph docs of ``docs`` and how many each doc contributed."""
-    pieces: List[Doc] = []
-    counts: List[int] = []
-    for doc in docs:
-        bounds = paragraph_bounds(doc)
-        if len(bounds) == 1:
-            pieces.append(doc)
-        else:
-            pieces.extend(doc[a:b].as_doc() for a, b in bounds)
-        counts.append(len(bounds))
-    return pieces, counts
+def cut(arrays: Sequence[Any], bounds: Sequence[Sequence[Tuple[int, int]]]) -> List[Any]:
+    """Each doc's array (rows = tokens) cut at its :func:`paragraph_bounds`: one
+    array per piece, the docs' pieces in order."""
+    return [a[start:end] for a, doc_bounds in zip(arrays, bounds) for start, end in doc_bounds]
+
+
+def join(pieces: Sequence[Any], bounds: Sequence[Sequence[Tuple[int, int]]], xp: Any) -> List[Any]:
+    """The inverse of :func:`cut`: the pieces concatenated back per doc."""
+    out: List[Any] = []
+    k = 0
+    for doc_bounds in bounds:
+        n = len(doc_bounds)
+        out.append(pieces[k] if n == 1 else xp.concatenate(pieces[k : k + n], axis=0))
+        k += n
+    return out
 
 
 def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
@@ -110,38 +113,19 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats
     embed, encode = model.layers
     E, backprop_embed = embed(docs, is_train)
     bounds = [paragraph_bounds(doc) for doc in docs]
-    pieces = [e[a:b] for e, doc_bounds in zip(E, bounds) for a, b in doc_bounds]
-    X, backprop_encode = encode(pieces, is_train)
-    xp = model.ops.xp
-    Y: List[Floats2d] = []
-    k = 0
-    for doc_bounds in bounds:
-        n = len(doc_bounds)
-        Y.append(X[k] if n == 1 else xp.concatenate(X[k : k + n], axis=0))
-        k += n
+    X, backprop_encode = encode(cut(E, bounds), is_train)
 
     def backprop(dY: List[Floats2d]) -> List[Doc]:
-        d_pieces: Any = []
-        for d, doc_bounds in zip(dY, bounds):
-            d_pieces.extend(d[a:b] for a, b in doc_bounds)
-        d_encoded = backprop_encode(d_pieces)
-        dE: Any = []
-        k = 0
-        for doc_bounds in bounds:
-            n = len(doc_bounds)
-            dE.append(d_encoded[k] if n == 1 else xp.concatenate(d_encoded[k : k + n], axis=0))
-            k += n
-        return backprop_embed(dE)
+        return backprop_embed(join(backprop_encode(cut(dY, bounds)), bounds, model.ops.xp))
 
-    return Y, backprop
+    return join(X, bounds, model.ops.xp), backprop
 
 
 def _init(model: Model, X: Optional[List[Doc]] = None, Y: Optional[List[Floats2d]] = None) -> Model:
-    current: Any = _split(X)[0] if X is not None else None
-    for layer in model.layers:
-        layer.initialize(X=current)
-        current = layer.predict(current) if current is not None else None
-    encode = model.layers[-1]
+    embed, encode = model.layers
+    embed.initialize(X=X)
+    pieces = cut(embed.predict(X), [paragraph_bounds(doc) for doc in X]) if X is not None else None
+    encode.initialize(X=pieces)
     if encode.has_dim("nO") and encode.get_dim("nO") is not None:
         model.set_dim("nO", encode.get_dim("nO"))
     return model

@@ -8,7 +8,7 @@ and a linear-chain CRF (:mod:`spacy_rhetoric.crf`). The component is
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -114,7 +114,9 @@ def build_parallelism_tagger(
     return model
 
 
-def predict_by_paragraph(model: Model, docs: List[Doc]) -> List[Floats2d]:
+def predict_by_paragraph(
+    model: Model, docs: List[Doc], bounds: Optional[List[List[Tuple[int, int]]]] = None
+) -> List[Floats2d]:
     """CRF emissions of a :func:`build_parallelism_tagger` model, List[Floats2d]
     each (n_words, nO), with everything after the word vectors (repetition
     features, BiLSTM, output layer) run on each piece of
@@ -122,31 +124,24 @@ def predict_by_paragraph(model: Model, docs: List[Doc]) -> List[Floats2d]:
     the one-paragraph training docs: no BiLSTM state and no repetition
     distance crosses a line break. The word vectors come from one call on the
     whole docs (a listener accepts only its upstream's batch). A doc of one
-    paragraph gets exactly ``model.predict``'s emissions."""
-    from .paragraphs import paragraph_bounds
+    paragraph gets ``model.predict``'s emissions. ``bounds``: the docs'
+    paragraph bounds when the caller has them already."""
+    from .paragraphs import cut, join, paragraph_bounds
 
     tok2vec = model.get_ref("tok2vec")
     first, rest = model.layers[0], model.layers[1:]
     with_repetition = first is not tok2vec
     if with_repetition and [layer.name for layer in first.layers[1:]] != ["repetition_features"]:
         raise ValueError(f"unexpected first layer of a parallelism tagger: {first.name}")
-    vectors = tok2vec.predict(docs)
-    pieces, owners = [], []
-    for k, (doc, X) in enumerate(zip(docs, vectors)):
-        norms = doc.to_array("NORM") if with_repetition else None
-        for start, end in paragraph_bounds(doc):
-            if start == end:  # an empty doc
-                continue
-            piece = X[start:end]
-            if with_repetition:
-                rep = model.ops.asarray2f(repetition_features(norms[start:end]))
-                piece = model.ops.xp.hstack([piece, rep])
-            pieces.append(piece)
-            owners.append(k)
+    if bounds is None:
+        bounds = [paragraph_bounds(doc) for doc in docs]
+    inputs = tok2vec.predict(docs)
+    if with_repetition:
+        # the repetition features of each paragraph, beside its word vectors
+        features = [model.ops.asarray2f(repetition_features(norms)) for norms in cut([d.to_array("NORM") for d in docs], bounds)]
+        pieces = [model.ops.xp.hstack([x, f]) for x, f in zip(cut(inputs, bounds), features)]
+    else:
+        pieces = cut(inputs, bounds)
     for layer in rest:
         pieces = layer.predict(pieces)
-    joined: List[List[Floats2d]] = [[] for _ in docs]
-    for k, piece in zip(owners, pieces):
-        joined[k].append(piece)
-    n_tags = model.get_ref("output_layer").get_dim("nO")
-    return [model.ops.xp.vstack(parts) if parts else model.ops.alloc2f(0, n_tags) for parts in joined]
+    return join(pieces, bounds, model.ops.xp)
