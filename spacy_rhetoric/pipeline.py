@@ -9,8 +9,10 @@ was trained with, weights included).
 
 Assembled order (DESIGN §2): tokenizer (``zh`` with a spacy-pkuseg model, or
 character segmentation without one) -> ``clause_segmenter`` ->
-``rhetoric_textcat`` -> ``rhetoric_components`` -> ``parallelism_linker``
-[-> ``rhetoric_generator`` when a backend config is given]. A component
+``parallelism_linker`` -> ``rhetoric_textcat`` -> ``rhetoric_components``
+[-> ``rhetoric_generator`` when a backend config is given]. The linker runs
+before the sentence classifier so that a sentence holding a branch is
+labelled parallelism (the linker rule of ``rhetoric_textcat``). A component
 without a source is left out.
 
 The output folder holds no absolute path and no secret (a generator backend
@@ -32,7 +34,7 @@ from thinc.api import Config
 from .tokenizer import make_nlp
 
 #: The trainable components, in pipeline order (factory names, DESIGN §6).
-COMPONENT_ORDER: Tuple[str, ...] = ("rhetoric_textcat", "rhetoric_components", "parallelism_linker")
+COMPONENT_ORDER: Tuple[str, ...] = ("parallelism_linker", "rhetoric_textcat", "rhetoric_components")
 #: Architectures whose sublayer listens to an upstream embedding component.
 LISTENER_ARCHITECTURES = ("spacy.Tok2VecListener.v1", "spacy-transformers.TransformerListener.v1")
 PACKAGE_NAME = "rhetoric"  # spacy package prefixes the language: zh_rhetoric

@@ -3,9 +3,15 @@
 A clause is a text span ended by clause punctuation (ConFiguRe, Zhu et al.
 2022, ``papers/001`` §3.1: ``， ； 。 ？ ！ …… —— ：``), here with the ASCII and
 full-width variants real essays use, and by line breaks. Closing quotes and
-brackets that follow the punctuation stay with their clause. A sentence ends
-at sentence punctuation (``。 ？ ！`` and variants, with ``……`` optional) or at
-a line break.
+brackets that follow the punctuation stay with their clause.
+
+A sentence ends at ``。 ？ ！ ； …`` (and their ASCII and full-width
+variants) or at a line break: the unit of PSE-I's ``<sent>`` elements, which
+the team annotation labels (``annotations/pse-i-cerd``) and the sentence
+classifier is trained on. In all 409 PSE-I essays a ``<sent>`` ends at
+``。``, ``；``, ``？``, ``！`` or ``…`` (closing quotes joined) and holds none of
+them inside (``…`` 4 times), so ``人生是…；人生是…；人生亦是…。`` is three
+sentences, each labelled on its own: one unit from training to report.
 
 The component works on tokens, so it runs after any tokenizer (characters,
 pkuseg words, gold LTP words): a token ends a clause when it consists only of
@@ -34,9 +40,9 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 #: Clause-ending characters that do not end a sentence.
-CLAUSE_PUNCT = "，,；;：:…—"
-#: Sentence-ending characters (they also end a clause).
-SENTENCE_PUNCT = "。．.？?！!"
+CLAUSE_PUNCT = "，,：:—"
+#: Sentence-ending characters (they also end a clause): PSE-I's ``<sent>`` unit.
+SENTENCE_PUNCT = "。．.？?！!；;…"
 #: Closing quotes and brackets: they stay with the clause before them.
 CLOSING_PUNCT = "”’」』）)】》〉」］]}\"'"
 #: ASCII characters that do not end anything between two digits.

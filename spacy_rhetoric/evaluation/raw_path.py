@@ -1,0 +1,646 @@
+"""The evaluation of record: the user's path, scored by character offsets.
+
+A user hands the pipeline raw text; `rhetoric analyze`, `rhetoric serve` and
+``nlp(text)`` tokenise it with the pipeline's own tokenizer, cut it into
+sentences with the ``clause_segmenter`` and label each sentence. This module
+runs exactly that path (``nlp.pipe`` on the text, then
+:func:`spacy_rhetoric.analyze.doc_to_record`, the analysis/v1 record the
+user gets) and scores the record against gold annotation by **character
+offsets**, so the tokenisation and the sentence units are the pipeline's own.
+
+Gold (:class:`GoldDoc`) is read from the corpora as text:
+
+- ``pse-i-cerd``: the team's annotation of the PSE-I essays
+  (``annotations/pse-i-cerd/*.jsonl``); each essay's paragraphs are joined by
+  ``"\\n"`` as ``analyze`` reads a PSE-I XML file; sentence labels at the
+  three levels and components, each record one gold unit (a PSE-I ``<sent>``);
+- ``pse-i``: the same essays' parallelisms (PSE-I word-level branches) and,
+  at the sentence level, ``parallelism`` for a ``<sent>`` holding a branch
+  (PSE-I's definition: two or more branches);
+- ``simile``: one sentence per text, ``metaphor``/``simile`` or literal, tenor
+  and vehicle spans;
+- ``cmc``: one sentence per text, the held-out split of
+  :func:`spacy_rhetoric.corpora.cmc.make_split`; gold 1 is "metaphor or
+  personification", so predictions of either count as the one label
+  ``figurative``.
+
+How a gold unit gets its prediction when units differ
+(:func:`assign_sentences`): every predicted sentence is given to the gold unit
+it overlaps by the most characters (the earlier one on a tie); a gold unit's
+labels at a level are the union of its predicted sentences' non-literal
+labels, or ``literal`` when it has none. A predicted sentence is thus counted
+once, and a gold unit split into several predicted sentences gets all of
+their devices.
+
+Headings: a gold unit that is the only unit of its paragraph and ends in no
+sentence punctuation (a one-line title) is a heading; sentence scores are
+reported for all units, for body units and for headings apart.
+
+Components: strict (same label, same start and end character) and overlap
+(a predicted span is correct when it overlaps a gold span of its label; a
+gold span is found when a predicted span of its label overlaps it).
+
+Parallelisms: each predicted branch is mapped to the gold words it overlaps
+by at least one character (a branch becomes the run from its first to its
+last such word), then EPM/MPBM/MBAWO/MWO are computed on gold word offsets
+with :func:`spacy_rhetoric.scorers.parallelism.score_groups` (Bothwell et al.
+2023, §5 and Appendix B), as the gold-word figures are.
+
+``gold_units=True`` runs the same scoring on the gold words and gold sentence
+units instead of raw text (each PSE-I paragraph as its own Doc with the
+``<sent>`` starts, each simile sentence on its gold words, each CMC text as
+one sentence): the upper bound the earlier figures measured.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
+
+from spacy.language import Language
+from spacy.scorer import PRFScore
+from spacy.tokens import Doc
+
+from ..taxonomy import COMPONENT_LABELS, LEVEL_LABELS, LEVELS, LITERAL
+from ..scorers.classification import set_scores
+from ..scorers.parallelism import score_groups
+
+#: Characters that end a heading-less sentence: a unit ending in none of them
+#: and alone in its paragraph is a title.
+SENTENCE_END = set("。．.？?！!；;…")
+#: The corpora :func:`read_gold` knows.
+CORPORA = ("pse-i-cerd", "pse-i", "simile", "cmc")
+#: The one label CMC annotates (metaphor or personification).
+FIGURATIVE = "figurative"
+
+Char = Tuple[int, int]
+
+
+@dataclass
+class GoldUnit:
+    """One gold sentence unit: character offsets in its text and its labels
+    per annotated level (``{literal}`` when it carries no device)."""
+
+    start: int
+    end: int
+    labels: Dict[str, Set[str]]
+    heading: bool = False
+
+
+@dataclass
+class GoldDoc:
+    """One text with its gold annotation in character offsets.
+
+    ``scored``: the labels each level annotates (a level absent is not
+    scored); ``components`` None when the corpus has no component gold,
+    ``component_labels`` the labels it annotates; ``words`` (gold word
+    character offsets) and ``parallelisms`` (branches as gold word offsets
+    ``(start, end)``) None when it has no parallelism gold; ``collapse`` maps
+    predicted coarse labels onto the corpus's own (CMC).
+    """
+
+    id: str
+    text: str
+    units: List[GoldUnit]
+    scored: Dict[str, FrozenSet[str]]
+    components: Optional[List[Tuple[str, int, int]]] = None
+    component_labels: FrozenSet[str] = frozenset()
+    words: Optional[List[Char]] = None
+    parallelisms: Optional[List[List[Char]]] = None
+    collapse: Dict[str, str] = field(default_factory=dict)
+    # gold-unit path: the gold words and sentence starts of each paragraph
+    paragraphs: List[Tuple[int, List[str], List[bool]]] = field(default_factory=list)
+
+
+# --- gold ---------------------------------------------------------------------
+
+
+def _is_heading(text: str, alone: bool) -> bool:
+    text = text.strip()
+    return alone and bool(text) and text[-1] not in SENTENCE_END and not any(c in SENTENCE_END for c in text)
+
+
+def _pse_essays(pse_dir: Path, split: Optional[str], essays: Optional[Set[str]] = None):
+    """``(essay id, paragraph docs)`` of a PSE-I split (or of ``essays``)."""
+    from ..analysis_io import _blank_vocab
+    from ..corpora.pse_i import read_essay, read_splits
+
+    if essays is None:
+        # the converter's stems: train / dev (= validation) / optimization / test
+        stem = {"validation": "dev", "training": "train"}.get(split, split)
+        files = read_splits(pse_dir)[stem]
+        essays = {Path(f).stem for f in files}
+    for essay in sorted(essays, key=lambda e: (len(e), e)):
+        yield essay, read_essay(pse_dir / "xml" / f"{essay}.xml", _blank_vocab())
+
+
+def _essay_layout(paras: Sequence[Doc]) -> Tuple[str, List[int]]:
+    """The essay text (paragraphs joined by ``"\\n"``) and each paragraph's offset."""
+    offsets, pos = [], 0
+    for doc in paras:
+        offsets.append(pos)
+        pos += len(doc.text) + 1
+    return "\n".join(d.text for d in paras), offsets
+
+
+def _pse_parallelism_gold(paras: Sequence[Doc], offsets: Sequence[int]) -> Tuple[List[Char], List[List[Char]]]:
+    from ..spangroups import parallelism_offsets
+
+    words: List[Char] = []
+    groups: List[List[Char]] = []
+    for doc, off in zip(paras, offsets):
+        base = len(words)
+        words.extend((off + t.idx, off + t.idx + len(t.text)) for t in doc)
+        groups.extend([(base + s, base + e) for s, e in g] for g in parallelism_offsets(doc))
+    return words, groups
+
+
+def _paragraph_sents(doc: Doc) -> List[Tuple[int, int]]:
+    return [(s.start_char, s.end_char) for s in doc.sents]
+
+
+def read_pse_i(pse_dir: Path, split: str = "test") -> List[GoldDoc]:
+    """PSE-I essays of ``split`` (``test``, ``validation``, ``optimization``,
+    ``dev`` = validation, ``train``): parallelisms, and sentence-level
+    ``parallelism`` for a ``<sent>`` that holds a branch word."""
+    out = []
+    for essay, paras in _pse_essays(Path(pse_dir), split):
+        text, offsets = _essay_layout(paras)
+        words, groups = _pse_parallelism_gold(paras, offsets)
+        in_branch = {w for g in groups for s, e in g for w in range(s, e)}
+        units, widx = [], 0
+        for doc, off in zip(paras, offsets):
+            sents = list(doc.sents) if len(doc) else []
+            for sent in sents:
+                has = any(widx + i in in_branch for i in range(sent.start, sent.end))
+                label = {"parallelism"} if has else {LITERAL}
+                units.append(GoldUnit(off + sent.start_char, off + sent.end_char, {"coarse": label},
+                                      _is_heading(sent.text, len(sents) == 1)))
+            widx += len(doc)
+        out.append(GoldDoc(essay, text, units, {"coarse": frozenset({"parallelism"})}, words=words,
+                           parallelisms=groups, paragraphs=_paragraph_words(paras, offsets)))
+    return out
+
+
+def _paragraph_words(paras: Sequence[Doc], offsets: Sequence[int]) -> List[Tuple[int, List[str], List[bool]]]:
+    return [(off, [t.text for t in d], [bool(t.is_sent_start) for t in d]) for d, off in zip(paras, offsets)]
+
+
+def read_pse_i_cerd(annotations: Path, pse_dir: Path) -> List[GoldDoc]:
+    """The team-annotated PSE-I essays of one JSONL file
+    (``annotations/pse-i-cerd/test.jsonl``): labels at the three levels and
+    components per ``<sent>``, plus the essay's PSE-I parallelisms.
+
+    Raises :class:`spacy_rhetoric.errors.CorpusFormatError` naming the file
+    and line when a record's text is not its ``<sent>`` in the essay.
+    """
+    from ..corpora.pse_i_cerd import read_records
+    from ..errors import CorpusFormatError
+
+    annotations = Path(annotations)
+    by_essay: Dict[str, List[Tuple[int, dict]]] = defaultdict(list)
+    for line, rec in read_records(annotations):
+        by_essay[str(rec["essay"])].append((line, rec))
+    scored = {lv: frozenset(LEVEL_LABELS[lv]) - {LITERAL} for lv in LEVELS}
+    out = []
+    for essay, paras in _pse_essays(Path(pse_dir), None, set(by_essay)):
+        text, offsets = _essay_layout(paras)
+        words, groups = _pse_parallelism_gold(paras, offsets)
+        sents = {(i, j): (offsets[i] + s, offsets[i] + e, len(_paragraph_sents(d)))
+                 for i, d in enumerate(paras) for j, (s, e) in enumerate(_paragraph_sents(d) if len(d) else [])}
+        units, components = [], []
+        for line, rec in by_essay[essay]:
+            key = (int(rec["para"]), int(rec["sent"]))
+            if key not in sents or text[sents[key][0]:sents[key][1]] != rec["text"]:
+                raise CorpusFormatError(annotations, f"essay {essay} para {key[0]} sent {key[1]}: text is not that <sent> of the essay", line=line)
+            start, end, n_in_para = sents[key]
+            units.append(GoldUnit(start, end, {lv: set(rec[lv]) for lv in LEVELS}, _is_heading(rec["text"], n_in_para == 1)))
+            components.extend((c["label"], start + c["start"], start + c["end"]) for c in rec.get("components", []))
+        units.sort(key=lambda u: u.start)
+        out.append(GoldDoc(essay, text, units, scored, sorted(components, key=lambda c: (c[1], c[2], c[0])),
+                           frozenset(COMPONENT_LABELS), words, groups, paragraphs=_paragraph_words(paras, offsets)))
+    return out
+
+
+def read_simile_gold(simile_dir: Path, split: str = "test") -> List[GoldDoc]:
+    """Sentences of the simile corpus: coarse ``metaphor`` / form ``simile``
+    or literal, tenor and vehicle spans (the comparator is not tagged)."""
+    from ..corpora.simile import read_simile, split_path, tag_spans
+
+    path = split_path(Path(simile_dir), split)
+    out = []
+    for sent in read_simile(path):
+        starts, pos = [], 0
+        for w in sent.words:
+            starts.append(pos)
+            pos += len(w)
+        text = "".join(sent.words)
+        yes = sent.label == "simile"
+        labels = {"coarse": {"metaphor"} if yes else {LITERAL}, "form": {"simile"} if yes else {LITERAL}}
+        comps = [(lab, starts[s], starts[e - 1] + len(sent.words[e - 1])) for s, e, lab in tag_spans(path, sent)]
+        out.append(GoldDoc(f"{path.name}:{sent.line}", text, [GoldUnit(0, len(text), labels)],
+                           {"coarse": frozenset({"metaphor"}), "form": frozenset({"simile"})}, comps,
+                           frozenset({"tenor", "vehicle"}), paragraphs=[(0, list(sent.words), [True] + [False] * (len(sent.words) - 1))]))
+    return out
+
+
+def read_cmc_gold(cmc_path: Path, split: str = "test", seed: int = 0) -> List[GoldDoc]:
+    """The CMC sentences of one split of :func:`~spacy_rhetoric.corpora.cmc.make_split`
+    (the held-out split the project trains without); label ``figurative``
+    (metaphor or personification) or literal."""
+    from ..corpora.cmc import make_split, read_cmc
+
+    sentences = list(read_cmc(Path(cmc_path)))
+    lines = set(make_split(sentences, seed=seed)[split])
+    out = []
+    for sent in sentences:
+        if sent.line not in lines:
+            continue
+        labels = {"coarse": {FIGURATIVE} if sent.label else {LITERAL}}
+        out.append(GoldDoc(f"{Path(cmc_path).name}:{sent.line}", sent.text, [GoldUnit(0, len(sent.text), labels)],
+                           {"coarse": frozenset({FIGURATIVE})},
+                           collapse={"metaphor": FIGURATIVE, "personification": FIGURATIVE}))
+    return out
+
+
+def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test") -> List[GoldDoc]:
+    """Gold of one of :data:`CORPORA` from ``shared`` (``../shared/data``) and
+    ``annotations`` (``annotations/pse-i-cerd``). Raises ValueError for an
+    unknown corpus."""
+    shared = Path(shared)
+    if corpus == "pse-i-cerd":
+        return read_pse_i_cerd(Path(annotations) / f"{split}.jsonl", shared / "pse-i")
+    if corpus == "pse-i":
+        return read_pse_i(shared / "pse-i", split)
+    if corpus == "simile":
+        return read_simile_gold(shared / "simile", split)
+    if corpus == "cmc":
+        return read_cmc_gold(shared / "cmc" / "train.tsv", split)
+    raise ValueError(f"unknown corpus {corpus!r}; expected one of {', '.join(CORPORA)}")
+
+
+# --- predictions ----------------------------------------------------------------
+
+
+def predict_raw(nlp: Language, gold: Sequence[GoldDoc], batch_size: int = 8) -> List[Dict[str, Any]]:
+    """analysis/v1 records of the texts as a user gets them (``nlp.pipe`` on raw text)."""
+    from ..analyze import doc_to_record, model_info, single_torch_thread
+
+    info = model_info(nlp)
+    with single_torch_thread():
+        docs = nlp.pipe((g.text for g in gold), batch_size=batch_size)
+        return [doc_to_record(doc, g.id, model=info) for g, doc in zip(gold, docs)]
+
+
+def _shift(record: Dict[str, Any], offset: int) -> Dict[str, Any]:
+    for key in ("sentences", "components"):
+        for item in record[key]:
+            item["start"] += offset
+            item["end"] += offset
+    for group in record["parallelisms"]:
+        for b in group["branches"]:
+            b["start"] += offset
+            b["end"] += offset
+    return record
+
+
+def predict_gold_units(nlp: Language, gold: Sequence[GoldDoc], batch_size: int = 8) -> List[Dict[str, Any]]:
+    """Records predicted on the gold words and gold sentence units (the
+    upper bound): each paragraph a Doc of its gold words with its gold
+    sentence starts (a text without gold words is one sentence of the
+    pipeline's own words), offsets moved back into the text."""
+    from ..analyze import doc_to_record, model_info, single_torch_thread
+
+    info = model_info(nlp)
+    pieces: List[Tuple[int, int, Doc]] = []
+    for i, g in enumerate(gold):
+        if g.paragraphs:
+            for off, words, starts in g.paragraphs:
+                if words:
+                    pieces.append((i, off, Doc(nlp.vocab, words=words, spaces=[False] * len(words), sent_starts=starts)))
+        else:
+            doc = nlp.make_doc(g.text)
+            if len(doc):
+                doc[0].is_sent_start = True
+                for t in doc[1:]:
+                    t.is_sent_start = False
+            pieces.append((i, 0, doc))
+    records = [{"sentences": [], "components": [], "parallelisms": [], "id": g.id, "text": g.text} for g in gold]
+    with single_torch_thread():
+        for (i, off, _), doc in zip(pieces, nlp.pipe((p[2] for p in pieces), batch_size=batch_size)):
+            rec = _shift(doc_to_record(doc, gold[i].id, model=info), off)
+            for key in ("sentences", "components", "parallelisms"):
+                records[i][key].extend(rec[key])
+    return records
+
+
+# --- scoring ------------------------------------------------------------------
+
+
+def _overlap(a: Char, b: Char) -> int:
+    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def assign_sentences(units: Sequence[GoldUnit], sentences: Sequence[Dict[str, Any]]) -> List[List[Dict[str, Any]]]:
+    """For each gold unit, the predicted sentences given to it: each
+    predicted sentence goes to the unit it overlaps by the most characters
+    (the earlier on a tie; none when it overlaps no unit)."""
+    given: List[List[Dict[str, Any]]] = [[] for _ in units]
+    starts = [u.start for u in units]
+    import bisect
+
+    for sent in sentences:
+        span = (sent["start"], sent["end"])
+        lo = max(0, bisect.bisect_right(starts, span[0]) - 1)
+        best, best_overlap = None, 0
+        for k in range(lo, len(units)):
+            if units[k].start >= span[1]:
+                break
+            ov = _overlap(span, (units[k].start, units[k].end))
+            if ov > best_overlap:
+                best, best_overlap = k, ov
+        if best is not None:
+            given[best].append(sent)
+    return given
+
+
+def predicted_unit_labels(sentences: Sequence[Dict[str, Any]], collapse: Dict[str, str]) -> Dict[str, Set[str]]:
+    """Per level, the union of the non-literal labels of ``sentences``
+    (``collapse`` applied to coarse labels), or ``{literal}``."""
+    out: Dict[str, Set[str]] = {}
+    for level in LEVELS:
+        labs = {lab for s in sentences for lab in s.get(level, {}) if lab != LITERAL}
+        if level == "coarse" and collapse:
+            labs = {collapse.get(lab, lab) for lab in labs}
+        out[level] = labs or {LITERAL}
+    return out
+
+
+def _subset_scores(pairs: Dict[str, List[Tuple[Set[str], Set[str]]]], prefix: str) -> Dict[str, Any]:
+    scores: Dict[str, Any] = {}
+    for level, level_pairs in pairs.items():
+        if level_pairs:
+            scores.update(set_scores(level_pairs, f"{prefix}_{level}"))
+    return scores
+
+
+def score_sentences(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Sentence-label P/R/F1 (micro, macro, per label; literal excluded from
+    micro as in :func:`~spacy_rhetoric.scorers.classification.set_scores`)
+    per level, for ``all`` units, ``body`` units and ``headings``; plus the
+    unit counts."""
+    pairs = {sub: defaultdict(list) for sub in ("all", "body", "headings")}
+    for g, rec in zip(gold, records):
+        for unit, sents in zip(g.units, assign_sentences(g.units, rec["sentences"])):
+            pred = predicted_unit_labels(sents, g.collapse)
+            for level, labels in g.scored.items():
+                pair = (set(unit.labels.get(level, set())) & labels, pred[level] & labels)
+                pairs["all"][level].append(pair)
+                pairs["headings" if unit.heading else "body"][level].append(pair)
+    result: Dict[str, Any] = {}
+    for sub, level_pairs in pairs.items():
+        result[sub] = _subset_scores(level_pairs, "sents")
+        result[sub]["n_units"] = len(next(iter(level_pairs.values()), []))
+    return result
+
+
+def score_units(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """How well the predicted sentences reproduce the gold units: boundary
+    P/R/F1 on sentence end characters (the end of each text left out) and
+    the share of gold units matched exactly (same start and end)."""
+    prf, exact, n = PRFScore(), 0, 0
+    for g, rec in zip(gold, records):
+        last = len(g.text.rstrip())
+        gold_ends = {u.end for u in g.units if u.end < last}
+        pred_ends = {s["end"] for s in rec["sentences"] if s["end"] < last}
+        prf.score_set(pred_ends, gold_ends)
+        spans = {(s["start"], s["end"]) for s in rec["sentences"]}
+        exact += sum((u.start, u.end) in spans for u in g.units)
+        n += len(g.units)
+    return {"boundary_p": prf.precision, "boundary_r": prf.recall, "boundary_f": prf.fscore,
+            "exact_units": exact / n if n else None, "n_units": n,
+            "n_predicted": sum(len(r["sentences"]) for r in records)}
+
+
+def _component_counts(gold: Sequence[Tuple[str, int, int]], pred: Sequence[Tuple[str, int, int]], labels: FrozenSet[str]):
+    strict, overlap_p, overlap_r = defaultdict(PRFScore), defaultdict(PRFScore), defaultdict(PRFScore)
+    gold = [c for c in gold if c[0] in labels]
+    pred = [c for c in pred if c[0] in labels]
+    for label in labels:
+        g = {c for c in gold if c[0] == label}
+        p = {c for c in pred if c[0] == label}
+        strict[label].score_set(p, g)
+        hit_p = sum(any(_overlap(a[1:], b[1:]) for b in g) for a in p)
+        hit_r = sum(any(_overlap(a[1:], b[1:]) for a in p) for b in g)
+        overlap_p[label].tp += hit_p
+        overlap_p[label].fp += len(p) - hit_p
+        overlap_r[label].tp += hit_r
+        overlap_r[label].fn += len(g) - hit_r
+    return strict, overlap_p, overlap_r
+
+
+def score_components(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Component P/R/F1, ``strict`` and ``overlap``, micro and per label;
+    None when no text has component gold."""
+    strict: Dict[str, PRFScore] = defaultdict(PRFScore)
+    ov_p: Dict[str, PRFScore] = defaultdict(PRFScore)
+    ov_r: Dict[str, PRFScore] = defaultdict(PRFScore)
+    seen = False
+    for g, rec in zip(gold, records):
+        if g.components is None:
+            continue
+        seen = True
+        pred = [(c["label"], c["start"], c["end"]) for c in rec["components"]]
+        s, p, r = _component_counts(g.components, pred, g.component_labels)
+        for label in g.component_labels:
+            strict[label] += s[label]
+            ov_p[label] += p[label]
+            ov_r[label] += r[label]
+    if not seen:
+        return None
+
+    def block(per: Dict[str, PRFScore]) -> Dict[str, Any]:
+        micro = PRFScore()
+        for v in per.values():
+            micro += v
+        return {"p": micro.precision, "r": micro.recall, "f": micro.fscore,
+                "per_type": {k: {"p": v.precision, "r": v.recall, "f": v.fscore, "support": v.tp + v.fn}
+                             for k, v in sorted(per.items())}}
+
+    overlap: Dict[str, Any] = {}
+    for label in sorted(ov_p):
+        p, r = ov_p[label].precision, ov_r[label].recall
+        overlap[label] = {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0}
+    mp, mr = PRFScore(), PRFScore()
+    for v in ov_p.values():
+        mp += v
+    for v in ov_r.values():
+        mr += v
+    p, r = mp.precision, mr.recall
+    return {"strict": block(strict),
+            "overlap": {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0, "per_type": overlap}}
+
+
+def branch_to_words(branch: Char, words: Sequence[Char], starts: Sequence[int]) -> Optional[Char]:
+    """Gold word offsets ``(first, last + 1)`` of the words a character span
+    overlaps by at least one character; None when it overlaps none."""
+    import bisect
+
+    first = max(0, bisect.bisect_right(starts, branch[0]) - 1)
+    hit = [k for k in range(first, len(words)) if words[k][0] < branch[1] and _overlap(branch, words[k]) > 0]
+    return (hit[0], hit[-1] + 1) if hit else None
+
+
+def score_parallelism(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """EPM/MPBM/MBAWO/MWO on gold word offsets (module docstring); None when
+    no text has parallelism gold."""
+    pairs = []
+    for g, rec in zip(gold, records):
+        if g.parallelisms is None or g.words is None:
+            continue
+        starts = [w[0] for w in g.words]
+        hyp = []
+        for group in rec["parallelisms"]:
+            branches = [branch_to_words((b["start"], b["end"]), g.words, starts) for b in group["branches"]]
+            branches = sorted({b for b in branches if b is not None})
+            if len(branches) >= 2:
+                hyp.append(branches)
+        pairs.append((hyp, [sorted(gr) for gr in g.parallelisms]))
+    return score_groups(pairs) if pairs else None
+
+
+def consistency(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
+    """Counts that must agree: branches lying in no sentence labelled
+    ``parallelism``, and sentences labelled ``parallelism`` that hold no
+    branch (both are 0 under the linker rule of ``rhetoric_textcat``)."""
+    outside = lonely = branches = 0
+    for rec in records:
+        par_sents = [(s["start"], s["end"]) for s in rec["sentences"] if "parallelism" in s.get("coarse", {})]
+        spans = [(b["start"], b["end"]) for g in rec["parallelisms"] for b in g["branches"]]
+        branches += len(spans)
+        outside += sum(not any(_overlap(b, s) for s in par_sents) for b in spans)
+        lonely += sum(not any(_overlap(b, s) for b in spans) for s in par_sents)
+    return {"branches": branches, "branches_outside_parallelism_sentences": outside,
+            "parallelism_sentences_without_branch": lonely}
+
+
+def gold_counts(gold: Sequence[GoldDoc]) -> Dict[str, Dict[str, int]]:
+    """Gold units per non-literal label and level."""
+    counts: Dict[str, Counter] = defaultdict(Counter)
+    for g in gold:
+        for u in g.units:
+            for level, labels in u.labels.items():
+                counts[level].update(lab for lab in labels if lab != LITERAL)
+    return {lv: dict(sorted(c.items())) for lv, c in counts.items()}
+
+
+def score_records(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """All scores of :mod:`spacy_rhetoric.evaluation.raw_path` for records aligned with ``gold``."""
+    if len(gold) != len(records):
+        raise ValueError(f"{len(gold)} gold texts but {len(records)} records")
+    return {
+        "sentences": score_sentences(gold, records),
+        "units": score_units(gold, records),
+        "components": score_components(gold, records),
+        "parallelism": score_parallelism(gold, records),
+        "consistency": consistency(records),
+        "gold_counts": gold_counts(gold),
+        "n_texts": len(gold),
+        "n_chars": sum(len(g.text) for g in gold),
+    }
+
+
+def evaluate_raw(
+    model: Union[str, Path, Language],
+    corpora: Sequence[str],
+    *,
+    shared: Path,
+    annotations: Path,
+    split: str = "test",
+    gold_units: bool = False,
+    batch_size: int = 8,
+    output: Optional[Path] = None,
+) -> Dict[str, Any]:
+    """Run ``model`` on each corpus as raw text (and, with ``gold_units``, on
+    its gold units too) and score by characters.
+
+    Returns ``{"model", "version", "split", "corpora": {name: {"raw": scores,
+    "gold_units": scores?, "seconds"}}}`` (scores of :func:`score_records`)
+    and writes it as JSON to ``output``. Raises ValueError for an unknown
+    corpus, OSError for missing data.
+    """
+    from ..pipeline import load_pipeline
+
+    nlp = model if isinstance(model, Language) else load_pipeline(model)
+    result: Dict[str, Any] = {"model": str(model) if not isinstance(model, Language) else f"{nlp.lang}_{nlp.meta.get('name')}",
+                              "name": f"{nlp.lang}_{nlp.meta.get('name', '')}", "version": nlp.meta.get("version"),
+                              "split": split, "corpora": {}}
+    for corpus in corpora:
+        gold = read_gold(corpus, shared, annotations, split)
+        t0 = time.perf_counter()
+        entry = {"raw": score_records(gold, predict_raw(nlp, gold, batch_size))}
+        entry["seconds"] = round(time.perf_counter() - t0, 1)
+        if gold_units:
+            entry["gold_units"] = score_records(gold, predict_gold_units(nlp, gold, batch_size))
+        result["corpora"][corpus] = entry
+    if output is not None:
+        output = Path(output)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf8")
+    return result
+
+
+def _fmt(v: Optional[float]) -> str:
+    return "" if v is None else f"{v:.3f}"
+
+
+def headline_rows(entry: Dict[str, Any]) -> List[Tuple[str, ...]]:
+    """Rows ``(score, raw P, R, F1, gold-unit F1)`` of one corpus entry."""
+    raw, gold = entry["raw"], entry.get("gold_units")
+    rows: List[Tuple[str, ...]] = []
+
+    def f_of(scores: Optional[Dict[str, Any]], path: Sequence[str]) -> Optional[float]:
+        node: Any = scores
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                return None
+            node = node[key]
+        return node
+
+    for sub in ("all", "body", "headings"):
+        block = raw["sentences"].get(sub, {})
+        if not block.get("n_units"):
+            continue
+        for level in LEVELS:
+            per = block.get(f"sents_{level}_per_type")
+            if per is None:
+                continue
+            micro = (block.get(f"sents_{level}_micro_p"), block.get(f"sents_{level}_micro_r"), block.get(f"sents_{level}_micro_f"))
+            gf = f_of(gold, ("sentences", sub, f"sents_{level}_micro_f"))
+            rows.append((f"{sub} ({block['n_units']}) {level} micro", *map(_fmt, micro), _fmt(gf)))
+            if sub == "all" or level == "coarse":
+                for label, v in per.items():
+                    if label == LITERAL:
+                        continue
+                    gv = f_of(gold, ("sentences", sub, f"sents_{level}_per_type", label, "f"))
+                    rows.append((f"{sub} {level}/{label}", _fmt(v["p"]), _fmt(v["r"]), _fmt(v["f"]), _fmt(gv)))
+    comps = raw.get("components")
+    if comps:
+        for kind in ("strict", "overlap"):
+            c = comps[kind]
+            rows.append((f"components {kind} micro", _fmt(c["p"]), _fmt(c["r"]), _fmt(c["f"]),
+                         _fmt(f_of(gold, ("components", kind, "f")))))
+            for label, v in c["per_type"].items():
+                rows.append((f"components {kind} {label}", _fmt(v["p"]), _fmt(v["r"]), _fmt(v["f"]),
+                             _fmt(f_of(gold, ("components", kind, "per_type", label, "f")))))
+    par = raw.get("parallelism")
+    if par:
+        for metric, v in par.items():
+            rows.append((f"parallelism {metric.upper()}", _fmt(v["p"]), _fmt(v["r"]), _fmt(v["f"]),
+                         _fmt(f_of(gold, ("parallelism", metric, "f")))))
+    u = raw["units"]
+    rows.append(("sentence units: boundary", _fmt(u["boundary_p"]), _fmt(u["boundary_r"]), _fmt(u["boundary_f"]), ""))
+    return rows
