@@ -178,3 +178,35 @@ def evaluate_cmc_cmd(
     msg.info("sentences per predicted coarse label: " + ", ".join(f"{k} {v}" for k, v in r["predicted_labels"].items()))
     if output is not None:
         msg.good(f"wrote {output}")
+
+
+@app.command("evaluate-raw")
+def evaluate_raw_cmd(
+    model: str = typer.Argument(..., help="Pipeline folder or installed package name"),
+    corpus: List[str] = typer.Option(["pse-i-cerd", "pse-i", "simile", "cmc"], "--corpus", "-c", help="pse-i-cerd, pse-i, simile or cmc (repeatable)"),
+    shared: Path = typer.Option(Path("../shared/data"), "--shared", help="Folder with pse-i/, simile/, cmc/"),
+    annotations: Path = typer.Option(Path("annotations/pse-i-cerd"), "--annotations", help="Folder with the team annotation (train.jsonl, test.jsonl)"),
+    split: str = typer.Option("test", "--split", help="test, dev (model selection) or optimization (PSE-I)"),
+    gold_units: bool = typer.Option(False, "--gold-units", help="Also score the pipeline on gold words and gold sentence units (the upper bound, labelled as such)"),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Texts per nlp.pipe batch"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write all scores as JSON here"),
+) -> None:
+    """The evaluation of record: each corpus read as raw text (essays as
+    paragraphs joined by line breaks, single sentences alone), the whole
+    pipeline with its own tokenizer and sentences, scored by characters."""
+    from wasabi import msg
+
+    from ..evaluation.raw_path import evaluate_raw, headline_rows
+
+    try:
+        r = evaluate_raw(model, corpus, shared=shared, annotations=annotations, split=split,
+                         gold_units=gold_units, batch_size=batch_size, output=output)
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    for name, entry in r["corpora"].items():
+        header = ("score", "P", "R", "F1", "gold units F1" if gold_units else "")
+        msg.table(headline_rows(entry), header=header, divider=True,
+                  title=f"{r['name']} {r['version']} on {name} {split} as raw text: {entry['raw']['n_texts']} texts, {entry['seconds']} s")
+        msg.info("consistency: " + ", ".join(f"{k} {v}" for k, v in entry["raw"]["consistency"].items()))
+    if output is not None:
+        msg.good(f"wrote {output}")

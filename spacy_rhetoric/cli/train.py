@@ -95,7 +95,7 @@ def tune_thresholds_cmd(
     extra_dev: List[Path] = typer.Option([], "--dev", help="With --per-label: more dev DocBins (repeatable)"),
     min_support: int = typer.Option(10, "--min-support", help="With --per-label: tune only devices with this many dev sentences"),
 ) -> None:
-    """Pick rhetoric_textcat / rhetoric_components thresholds on dev and save the pipeline."""
+    """Pick rhetoric_textcat / rhetoric_components thresholds on dev DocBins (gold words and units) and save the pipeline."""
     from wasabi import msg
 
     from ..evaluation.rhetoric import tune_label_thresholds, tune_thresholds
@@ -106,3 +106,27 @@ def tune_thresholds_cmd(
         return
     for name, r in tune_thresholds(model, dev, output).items():
         msg.info(f"{name}: threshold {r['threshold']:.2f} -> dev F1 {r['score']:.4f}")
+
+
+@app.command("tune-thresholds-raw")
+def tune_thresholds_raw_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Trained pipeline folder"),
+    output: Path = typer.Argument(..., help="Folder for the pipeline with the chosen thresholds (may be MODEL)"),
+    corpus: List[str] = typer.Option(["pse-i-cerd", "simile"], "--corpus", "-c", help="Dev corpora read as raw text (their dev split; never test)"),
+    shared: Path = typer.Option(Path("../shared/data"), "--shared", help="Folder with pse-i/, simile/, cmc/"),
+    annotations: Path = typer.Option(Path("annotations/pse-i-cerd"), "--annotations", help="Folder with the team annotation"),
+    min_support: int = typer.Option(10, "--min-support", help="Tune only devices with this many dev units"),
+) -> None:
+    """One rhetoric_textcat threshold per coarse device, chosen on the dev
+    splits read as raw text (the user's path, linker rule included)."""
+    from wasabi import msg
+
+    from ..evaluation.raw_path import read_gold, tune_thresholds_raw
+    from ..pipeline import load_pipeline
+
+    nlp = load_pipeline(model)
+    devs = [read_gold(c, shared, annotations, "dev") for c in corpus]
+    for label, r in tune_thresholds_raw(nlp, devs, min_support=min_support).items():
+        msg.info(f"coarse/{label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev units)")
+    nlp.to_disk(output)
+    msg.good(f"wrote {output}")

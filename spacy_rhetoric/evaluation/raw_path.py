@@ -189,13 +189,14 @@ def _paragraph_words(paras: Sequence[Doc], offsets: Sequence[int]) -> List[Tuple
     return [(off, [t.text for t in d], [bool(t.is_sent_start) for t in d]) for d, off in zip(paras, offsets)]
 
 
-def read_pse_i_cerd(annotations: Path, pse_dir: Path) -> List[GoldDoc]:
+def read_pse_i_cerd(annotations: Path, pse_dir: Path, essays: Optional[Set[str]] = None) -> List[GoldDoc]:
     """The team-annotated PSE-I essays of one JSONL file
     (``annotations/pse-i-cerd/test.jsonl``): labels at the three levels and
     components per ``<sent>``, plus the essay's PSE-I parallelisms.
 
     Raises :class:`spacy_rhetoric.errors.CorpusFormatError` naming the file
     and line when a record's text is not its ``<sent>`` in the essay.
+    ``essays``: keep only these essay ids.
     """
     from ..corpora.pse_i_cerd import read_records
     from ..errors import CorpusFormatError
@@ -203,7 +204,8 @@ def read_pse_i_cerd(annotations: Path, pse_dir: Path) -> List[GoldDoc]:
     annotations = Path(annotations)
     by_essay: Dict[str, List[Tuple[int, dict]]] = defaultdict(list)
     for line, rec in read_records(annotations):
-        by_essay[str(rec["essay"])].append((line, rec))
+        if essays is None or str(rec["essay"]) in essays:
+            by_essay[str(rec["essay"])].append((line, rec))
     scored = {lv: frozenset(LEVEL_LABELS[lv]) - {LITERAL} for lv in LEVELS}
     out = []
     for essay, paras in _pse_essays(Path(pse_dir), None, set(by_essay)):
@@ -250,10 +252,11 @@ def read_simile_gold(simile_dir: Path, split: str = "test") -> List[GoldDoc]:
 def read_cmc_gold(cmc_path: Path, split: str = "test", seed: int = 0) -> List[GoldDoc]:
     """The CMC sentences of one split of :func:`~spacy_rhetoric.corpora.cmc.make_split`
     (the held-out split the project trains without); label ``figurative``
-    (metaphor or personification) or literal."""
+    (metaphor or personification) or literal. Malformed lines are skipped,
+    as the converter skips them (same split)."""
     from ..corpora.cmc import make_split, read_cmc
 
-    sentences = list(read_cmc(Path(cmc_path)))
+    sentences = list(read_cmc(Path(cmc_path), skipped=[]))
     lines = set(make_split(sentences, seed=seed)[split])
     out = []
     for sent in sentences:
@@ -266,11 +269,26 @@ def read_cmc_gold(cmc_path: Path, split: str = "test", seed: int = 0) -> List[Go
     return out
 
 
+def cerd_dev_essays(train_jsonl: Path, dev: bool = True) -> Set[str]:
+    """The essays of ``train.jsonl`` that the converter holds out as ``dev``
+    (every ``DEV_EVERY``-th, :func:`~spacy_rhetoric.corpora.pse_i_cerd.
+    convert_pse_i_cerd`), or with ``dev=False`` the others."""
+    from ..corpora.pse_i_cerd import DEV_EVERY, DEV_OFFSET, read_records
+
+    essays = list(dict.fromkeys(str(rec["essay"]) for _, rec in read_records(train_jsonl)))
+    return {e for i, e in enumerate(essays) if (i % DEV_EVERY == DEV_OFFSET) == dev}
+
+
 def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test") -> List[GoldDoc]:
     """Gold of one of :data:`CORPORA` from ``shared`` (``../shared/data``) and
-    ``annotations`` (``annotations/pse-i-cerd``). Raises ValueError for an
-    unknown corpus."""
+    ``annotations`` (``annotations/pse-i-cerd``). Splits: ``test``; ``dev``
+    (PSE-I CERD: the 12 essays of ``train.jsonl`` held out for model
+    selection; PSE-I: validation; simile: Dev; CMC: dev); ``optimization``
+    (PSE-I). Raises ValueError for an unknown corpus."""
     shared = Path(shared)
+    if corpus == "pse-i-cerd" and split in ("train", "dev"):
+        return read_pse_i_cerd(Path(annotations) / "train.jsonl", shared / "pse-i",
+                               cerd_dev_essays(Path(annotations) / "train.jsonl", dev=split == "dev"))
     if corpus == "pse-i-cerd":
         return read_pse_i_cerd(Path(annotations) / f"{split}.jsonl", shared / "pse-i")
     if corpus == "pse-i":
@@ -420,6 +438,9 @@ def score_units(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> D
         spans = {(s["start"], s["end"]) for s in rec["sentences"]}
         exact += sum((u.start, u.end) in spans for u in g.units)
         n += len(g.units)
+    if prf.tp + prf.fp + prf.fn == 0:  # single sentences: no boundary to find
+        return {"boundary_p": None, "boundary_r": None, "boundary_f": None, "exact_units": exact / n if n else None,
+                "n_units": n, "n_predicted": sum(len(r["sentences"]) for r in records)}
     return {"boundary_p": prf.precision, "boundary_r": prf.recall, "boundary_f": prf.fscore,
             "exact_units": exact / n if n else None, "n_units": n,
             "n_predicted": sum(len(r["sentences"]) for r in records)}
@@ -642,5 +663,71 @@ def headline_rows(entry: Dict[str, Any]) -> List[Tuple[str, ...]]:
             rows.append((f"parallelism {metric.upper()}", _fmt(v["p"]), _fmt(v["r"]), _fmt(v["f"]),
                          _fmt(f_of(gold, ("parallelism", metric, "f")))))
     u = raw["units"]
-    rows.append(("sentence units: boundary", _fmt(u["boundary_p"]), _fmt(u["boundary_r"]), _fmt(u["boundary_f"]), ""))
+    if u["boundary_f"] is not None:
+        rows.append(("sentence units: boundary", _fmt(u["boundary_p"]), _fmt(u["boundary_r"]), _fmt(u["boundary_f"]), ""))
+    rows.append(("sentence units: gold units matched exactly", "", "", _fmt(u["exact_units"]), ""))
     return rows
+
+
+def coarse_counts(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Dict[str, PRFScore]:
+    """Per coarse label, the PRFScore over the gold units of ``gold``
+    (labels each text scores, :func:`assign_sentences`)."""
+    counts: Dict[str, PRFScore] = defaultdict(PRFScore)
+    for g, rec in zip(gold, records):
+        scored = g.scored.get("coarse", frozenset())
+        for unit, sents in zip(g.units, assign_sentences(g.units, rec["sentences"])):
+            pred = predicted_unit_labels(sents, g.collapse)["coarse"] & scored
+            for label in scored:
+                counts[label].score_set({label} & pred, {label} & unit.labels.get("coarse", set()))
+    return counts
+
+
+def tune_thresholds_raw(
+    nlp: Language,
+    devs: Sequence[Sequence[GoldDoc]],
+    *,
+    grid: Optional[Sequence[float]] = None,
+    min_support: int = 10,
+    batch_size: int = 8,
+) -> Dict[str, Any]:
+    """Choose one ``rhetoric_textcat`` threshold per coarse device on dev
+    texts read as raw text (the user's path), and set them in the
+    component's ``cfg["thresholds"]``.
+
+    Every other component runs once; the classifier predicts once and only
+    its decoding (linker rule included) is repeated per grid value. A device
+    is tuned on the pooled dev units that score it, when it has at least
+    ``min_support`` of them (fewer would fit noise); the F1-best threshold
+    wins, the one nearer 0.5 on a tie. Returns ``{label: {"threshold", "f",
+    "support", "grid"}}``. Raises ValueError without a ``rhetoric_textcat``.
+    """
+    from ..analyze import doc_to_record, single_torch_thread
+    from .rhetoric import THRESHOLD_GRID
+
+    if "rhetoric_textcat" not in nlp.pipe_names:
+        raise ValueError("the pipeline has no rhetoric_textcat")
+    grid = THRESHOLD_GRID if grid is None else grid
+    textcat = nlp.get_pipe("rhetoric_textcat")
+    gold = [g for dev in devs for g in dev]
+    with single_torch_thread():
+        docs = list(nlp.pipe((g.text for g in gold), batch_size=batch_size, disable=["rhetoric_textcat"]))
+        predictions = textcat.predict(docs)
+    support = Counter(lab for g in gold for u in g.units
+                      for lab in u.labels.get("coarse", ()) if lab in g.scored.get("coarse", ()))
+    thresholds = dict(textcat.cfg.get("thresholds") or {})
+    devices = [k.split("/", 1)[1] for k in textcat.labels
+               if k.startswith("coarse/") and k != f"coarse/{LITERAL}" and k in textcat.cfg["trained_labels"]]
+    result: Dict[str, Any] = {}
+    for label in devices:
+        if support[label] < min_support:
+            continue
+        curve = {}
+        for t in grid:
+            textcat.cfg["thresholds"] = {**thresholds, f"coarse/{label}": float(t)}
+            textcat.set_annotations(docs, predictions)
+            curve[float(t)] = coarse_counts(gold, [doc_to_record(d, g.id) for d, g in zip(docs, gold)])[label].fscore
+        best = max(curve, key=lambda t: (curve[t], -abs(t - 0.5)))
+        thresholds[f"coarse/{label}"] = best
+        result[label] = {"threshold": best, "f": curve[best], "support": support[label], "grid": curve}
+    textcat.cfg["thresholds"] = thresholds
+    return result
