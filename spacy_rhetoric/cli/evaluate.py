@@ -210,3 +210,30 @@ def evaluate_raw_cmd(
         msg.info("consistency: " + ", ".join(f"{k} {v}" for k, v in entry["raw"]["consistency"].items()))
     if output is not None:
         msg.good(f"wrote {output}")
+
+
+@app.command("score-records")
+def score_records_cmd(
+    records: Path = typer.Argument(..., exists=True, dir_okay=False, help="analysis/v1 JSONL written by `rhetoric analyze`"),
+    corpus: str = typer.Option("pse-i-cerd", "--corpus", "-c", help="pse-i-cerd or pse-i (records' ids are the essay ids)"),
+    shared: Path = typer.Option(Path("../shared/data"), "--shared", help="Folder with pse-i/"),
+    annotations: Path = typer.Option(Path("annotations/pse-i-cerd"), "--annotations", help="Folder with the team annotation"),
+    split: str = typer.Option("test", "--split", help="The split the records analysed"),
+) -> None:
+    """Score what `rhetoric analyze` wrote against the gold of the same
+    essays (by characters), and count each device next to the gold."""
+    from wasabi import msg
+
+    from ..corpora.jsonio import iter_jsonl_objects
+    from ..evaluation.raw_path import align_records, device_counts, headline_rows, read_gold, score_records
+
+    try:
+        gold = read_gold(corpus, shared, annotations, split)
+        aligned = align_records(gold, (rec for _, rec in iter_jsonl_objects(records)))
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    msg.table(device_counts(gold, aligned), header=("", "analysed", "gold"), divider=True,
+              title=f"{records}: {len(gold)} {corpus} {split} texts")
+    rows = [r[:4] for r in headline_rows({"raw": score_records(gold, aligned)})
+            if "coarse/" in r[0] and r[0].startswith("all ") or "micro" in r[0] or "EPM" in r[0]]
+    msg.table(rows, header=("score", "P", "R", "F1"), divider=True)

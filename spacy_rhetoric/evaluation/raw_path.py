@@ -731,3 +731,33 @@ def tune_thresholds_raw(
         result[label] = {"threshold": best, "f": curve[best], "support": support[label], "grid": curve}
     textcat.cfg["thresholds"] = thresholds
     return result
+
+
+def device_counts(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> List[Tuple[str, int, int]]:
+    """``(what, predicted, gold)`` rows: sentences per coarse device (the
+    analysed sentences that carry it, the gold units that do), then
+    parallelisms and branches when the gold has them."""
+    from ..taxonomy import COARSE_ZH
+
+    rows = []
+    for label in COARSE_ZH:
+        pred = sum(label in s.get("coarse", {}) for r in records for s in r["sentences"])
+        ref = sum(label in u.labels.get("coarse", ()) for g in gold for u in g.units)
+        rows.append((f"sentences: {label}", pred, ref))
+    if any(g.parallelisms is not None for g in gold):
+        rows.append(("parallelisms", sum(len(r["parallelisms"]) for r in records),
+                     sum(len(g.parallelisms or []) for g in gold)))
+        rows.append(("branches", sum(len(p["branches"]) for r in records for p in r["parallelisms"]),
+                     sum(len(p) for g in gold for p in (g.parallelisms or []))))
+    return rows
+
+
+def align_records(gold: Sequence[GoldDoc], records: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The analysis/v1 records (e.g. ``rhetoric analyze`` output) in the
+    order of ``gold``, matched by id. Raises ValueError naming the gold texts
+    without a record or whose record is an error."""
+    by_id = {r["id"]: r for r in records}
+    missing = [g.id for g in gold if g.id not in by_id or "error" in by_id[g.id]]
+    if missing:
+        raise ValueError(f"no analysis record for {len(missing)} of {len(gold)} texts: {', '.join(missing[:10])}")
+    return [by_id[g.id] for g in gold]
