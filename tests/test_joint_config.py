@@ -65,7 +65,7 @@ def corpus_docs(shared_data: Path):
 
 def test_one_shared_tok2vec(small_vectors):
     nlp = joint_pipeline(small_vectors)
-    assert nlp.pipe_names == ["tok2vec", "clause_segmenter", "rhetoric_textcat", "rhetoric_components", "parallelism_linker"]
+    assert nlp.pipe_names == ["tok2vec", "clause_segmenter", "parallelism_linker", "rhetoric_textcat", "rhetoric_components"]
     listeners = {name for name in nlp.pipe_names if hasattr(nlp.get_pipe(name), "model")
                  and any(hasattr(n, "upstream_name") for n in nlp.get_pipe(name).model.walk())}
     assert listeners == {"rhetoric_textcat", "rhetoric_components", "parallelism_linker"}

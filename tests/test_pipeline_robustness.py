@@ -52,7 +52,7 @@ def records(nlp, texts, **kwargs):
 
 
 def test_assembled_order_and_self_contained(nlp):
-    assert nlp.pipe_names == ["clause_segmenter", "rhetoric_textcat", "rhetoric_components", "parallelism_linker"]
+    assert nlp.pipe_names == ["clause_segmenter", "parallelism_linker", "rhetoric_textcat", "rhetoric_components"]
     assert nlp.meta["lang"] == "zh" and nlp.meta["name"] == "rhetoric"
     assert "tok2vec" not in nlp.pipe_names  # listeners replaced by own copies
     assert nlp.config["nlp"]["tokenizer"]["segmenter"] == "pkuseg"

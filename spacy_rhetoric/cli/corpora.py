@@ -27,6 +27,23 @@ def convert_pse_i_cmd(
     _print_table(f"PSE-I -> {output_dir}", stats)
 
 
+@convert_app.command("pse-original")
+def convert_pse_original_cmd(
+    pse_original_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder of the original PSE XML files (../shared/data/pse-original)"),
+    pse_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="PSE-I folder, for splits.json"),
+    output_dir: Path = typer.Argument(..., help="Writes train/dev/optimization/test.spacy here"),
+) -> None:
+    """Original PSE (sentence level) -> one Doc per essay (characters) with
+    its cross-paragraph parallelisms; the upstream-dubious files are left
+    out and counted."""
+    import spacy
+
+    from ..corpora.pse_original import DUBIOUS, convert_pse_original
+
+    stats = convert_pse_original(pse_original_dir, pse_dir, output_dir, spacy.blank("zh"))
+    _print_table(f"pse-original -> {output_dir} (left out: {', '.join(DUBIOUS)})", stats)
+
+
 @convert_app.command("pse-i-cerd")
 def convert_pse_i_cerd_cmd(
     annotations_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.jsonl and test.jsonl (annotations/pse-i-cerd)"),

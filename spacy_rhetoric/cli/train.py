@@ -116,6 +116,7 @@ def tune_thresholds_raw_cmd(
     shared: Path = typer.Option(Path("../shared/data"), "--shared", help="Folder with pse-i/, simile/, cmc/"),
     annotations: Path = typer.Option(Path("annotations/pse-i-cerd"), "--annotations", help="Folder with the team annotation"),
     min_support: int = typer.Option(10, "--min-support", help="Tune only devices with this many dev units"),
+    tolerance: float = typer.Option(0.01, "--tolerance", help="Take the threshold nearest 0.5 whose dev F1 is within this of the best"),
 ) -> None:
     """One rhetoric_textcat threshold per coarse device, chosen on the dev
     splits read as raw text (the user's path, linker rule included)."""
@@ -126,7 +127,7 @@ def tune_thresholds_raw_cmd(
 
     nlp = load_pipeline(model)
     devs = [read_gold(c, shared, annotations, "dev") for c in corpus]
-    for label, r in tune_thresholds_raw(nlp, devs, min_support=min_support).items():
+    for label, r in tune_thresholds_raw(nlp, devs, min_support=min_support, tolerance=tolerance).items():
         msg.info(f"coarse/{label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev units)")
     nlp.to_disk(output)
     msg.good(f"wrote {output}")

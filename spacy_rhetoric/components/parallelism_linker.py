@@ -34,7 +34,7 @@ from ..crf import Mask, crf_decode, crf_loss
 from ..ml.parallelism_tagger import predict_by_paragraph  # also registers ParallelismTagger.v1
 from ..ml.paragraphs import cut, paragraph_bounds
 from ..scorers.parallelism import score_parallelism
-from ..spangroups import PARALLELISM_KEY, parallelism_offsets, set_parallelisms
+from ..spangroups import IN_PARAGRAPH, PARALLELISM_KEY, parallelism_offsets, set_parallelisms
 from ..tagging import TagScheme, parse_tag
 
 DEFAULT_MODEL_CONFIG = """
@@ -255,7 +255,7 @@ class ParallelismLinker(TrainablePipe):
 
     def _gold_groups(self, eg: Example) -> List[List[Tuple[int, int]]]:
         """Gold parallelisms (>= 2 branches) in the predicted doc's tokens."""
-        ref = parallelism_offsets(eg.reference, self.spans_key)
+        ref = parallelism_offsets(eg.reference, self.spans_key, IN_PARAGRAPH)
         if same_tokens(eg):
             return [g for g in ref if len(g) >= 2]
         groups = []

@@ -34,7 +34,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from ..annotation import same_tokens
-from ..spangroups import PARALLELISM_KEY, parallelism_offsets
+from ..spangroups import IN_PARAGRAPH, PARALLELISM_KEY, parallelism_offsets
 
 METRICS: Tuple[str, ...] = ("epm", "mpbm", "mbawo", "mwo")
 
@@ -191,11 +191,13 @@ def example_groups(example: Example, key: str = PARALLELISM_KEY) -> Tuple[List[L
     When the predicted tokenisation differs from the reference one, predicted
     branches are mapped onto reference tokens by spaCy's alignment; a branch
     that cannot be aligned is dropped (and so is a parallelism left with
-    fewer than two branches).
+    fewer than two branches). Only in-paragraph parallelisms are scored (the
+    metrics of Bothwell et al. 2023 on PSE-I); cross-paragraph ones have
+    their own scores (:mod:`spacy_rhetoric.scorers.cross_paragraph`).
     """
-    ref = parallelism_offsets(example.reference, key)
+    ref = parallelism_offsets(example.reference, key, IN_PARAGRAPH)
     pred_doc = example.predicted
-    hyp = parallelism_offsets(pred_doc, key)
+    hyp = parallelism_offsets(pred_doc, key, IN_PARAGRAPH)
     if same_tokens(example):
         return hyp, ref
     mapped = []
