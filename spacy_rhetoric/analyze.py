@@ -17,13 +17,13 @@ character offsets are Python string indices into ``text``, end exclusive)::
                     "content": {label: score}}],
      "components": [{"label": str, "start": int, "end": int, "text": str,
                      "score": float | null}],
-     "parallelisms": [{"id": str, "branches": [{"start": int, "end": int,
-                                                 "text": str}]}],
+     "parallelisms": [{"id": str, "kind": "in_paragraph" | "cross_paragraph",
+                       "branches": [{"start": int, "end": int, "text": str}]}],
      "clauses": [{"start": int, "end": int}],
      "summary": {"sentences": int, "clauses": int, "coarse": {label: n},
                  "form": {label: n}, "content": {label: n},
                  "components": {label: n}, "parallelisms": int,
-                 "branches": int}}
+                 "cross_paragraph_parallelisms": int, "branches": int}}
 
 ``id`` is the file stem, made unique when stems are shared (see
 :mod:`spacy_rhetoric.analysis_io`); ``path`` is null for standard input.
@@ -76,7 +76,7 @@ from .analysis_io import (  # noqa: F401  re-exported: the analyze API predates 
 from .annotation import COMPONENTS_KEY, clip_to_paragraph, sentence_spans
 from .pipeline import load_pipeline
 from .serve.render import COMPONENT_COLOURS, GROUP_COLOURS  # noqa: F401  the report's colours (shared with the page)
-from .spangroups import PARALLELISM_KEY, parallelisms
+from .spangroups import PARALLELISM_KEY, parallelism_groups
 from .taxonomy import LEVELS, LITERAL
 
 SCHEMA = "spacy-rhetoric/analysis/v1"
@@ -123,9 +123,9 @@ def doc_to_record(
         if s.text.strip()
     ]
     groups = [
-        {"id": branches[0].id_ or f"{PARALLELISM_KEY}_{i}",
+        {"id": branches[0].id_ or f"{PARALLELISM_KEY}_{i}", "kind": kind,
          "branches": [{"start": b.start_char, "end": b.end_char, "text": b.text} for b in branches]}
-        for i, branches in enumerate(parallelisms(doc), start=1)
+        for i, (kind, branches) in enumerate(parallelism_groups(doc), start=1)
         if any(b.text.strip() for b in branches)
     ]
     clauses = [{"start": s.start_char, "end": s.end_char} for s in doc.spans.get("clauses", [])]
@@ -165,6 +165,7 @@ def summarize(sentences: List[dict], components: List[dict], groups: List[dict],
         summary[level] = dict(sorted(counts.items()))
     summary["components"] = dict(sorted(Counter(c["label"] for c in components).items()))
     summary["parallelisms"] = len(groups)
+    summary["cross_paragraph_parallelisms"] = sum(g.get("kind") == "cross_paragraph" for g in groups)
     summary["branches"] = sum(len(g["branches"]) for g in groups)
     return summary
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import spacy
+import srsly
 from spacy.language import Language
 from thinc.api import Config
 
@@ -63,6 +64,12 @@ CORPORA: Dict[str, Dict[str, str]] = {
         "name": "PSE-I essays annotated in the CERD taxonomy (annotations/pse-i-cerd in spacy-rhetoric)",
         "author": "spacy-rhetoric team; text from PSE-I",
         "url": "annotations/README.md of spacy-rhetoric",
+        "license": "CC BY-SA 4.0",
+    },
+    "pse-original": {
+        "name": "PSE, original sentence-level annotation (cross-paragraph parallelisms)",
+        "author": "Song et al. 2016; Bothwell et al. 2023",
+        "url": "https://github.com/Mythologos/Paibi-Student-Essays",
         "license": "CC BY-SA 4.0",
     },
     "cmc": {
@@ -394,10 +401,11 @@ def _check_portable(output_dir: Path) -> None:
 RULES = "rules"
 
 
-def load_pipeline(model: Union[str, Path]) -> Language:
-    """``spacy.load(model)`` (an installed package or a pipeline folder), or
-    the rule baseline for ``"rules"``. Raises OSError with a hint when
-    ``model`` is neither."""
+def load_pipeline(model: Union[str, Path], config: Optional[Dict[str, Any]] = None) -> Language:
+    """``spacy.load(model, config=config)`` (an installed package or a
+    pipeline folder; ``config``: overrides as a nested dict), or the rule
+    baseline for ``"rules"``. Raises OSError with a hint when ``model`` is
+    neither."""
     import spacy
 
     if str(model) == RULES:
@@ -405,9 +413,47 @@ def load_pipeline(model: Union[str, Path]) -> Language:
         nlp.add_pipe("rhetoric_simile_rules")
         return nlp
     try:
-        return spacy.load(model)
+        return spacy.load(model, config=config or {})
     except OSError as err:
         raise OSError(
             f"cannot load pipeline {str(model)!r}: not an installed package or a pipeline folder "
             "(build one with `spacy project run train`, or pass --model PATH)"
         ) from err
+
+
+def add_component(
+    target: Union[str, Path], source: Union[str, Path], name: str, *, before: Optional[str] = None,
+    corpora: Sequence[str] = (),
+) -> Language:
+    """Source the component ``name`` of the trained pipeline ``source`` into
+    the pipeline folder ``target`` (replacing one of that name), placed
+    before ``before`` (default: at the end), and write only what changes:
+    the component's folder, ``config.cfg`` and ``meta.json``. Every other
+    file of ``target`` is left byte for byte (``nlp.to_disk`` would re-save,
+    e.g., fp16 transformer weights as fp32). Raises ValueError when
+    ``source`` has no such component or ``before`` is not in ``target``.
+    ``corpora``: keys of :data:`CORPORA` the component was trained on, added
+    to the meta's ``sources``.
+    """
+    import shutil
+
+    target, source = Path(target), Path(source)
+    nlp = spacy.load(target)
+    src = spacy.load(source)
+    if name not in src.pipe_names:
+        raise ValueError(f"{source} has no component {name!r}: {src.pipe_names}")
+    if before is not None and before not in nlp.pipe_names:
+        raise ValueError(f"{target} has no component {before!r}: {nlp.pipe_names}")
+    if name in nlp.pipe_names:
+        nlp.remove_pipe(name)
+    nlp.add_pipe(name, source=src, before=before)
+    shutil.rmtree(target / name, ignore_errors=True)
+    nlp.get_pipe(name).to_disk(target / name)
+    nlp.config.to_disk(target / "config.cfg")
+    meta = srsly.read_json(target / "meta.json")
+    meta["pipeline"], meta["components"] = list(nlp.pipe_names), list(nlp.component_names)
+    meta.setdefault("labels", {})[name] = []
+    sources = meta.setdefault("sources", [])
+    sources.extend(CORPORA[c] for c in corpora if CORPORA[c] not in sources)
+    srsly.write_json(target / "meta.json", meta)
+    return spacy.load(target)

@@ -189,6 +189,7 @@ def evaluate_raw_cmd(
     split: str = typer.Option("test", "--split", help="test, dev (model selection) or optimization (PSE-I)"),
     gold_units: bool = typer.Option(False, "--gold-units", help="Also score the pipeline on gold words and gold sentence units (the upper bound, labelled as such)"),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Texts per nlp.pipe batch"),
+    in_paragraph_labels: bool = typer.Option(False, "--in-paragraph-labels", help="Label a sentence parallelism for in-paragraph branches only (the team annotation's convention), not for cross-paragraph ones"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write all scores as JSON here"),
 ) -> None:
     """The evaluation of record: each corpus read as raw text (essays as
@@ -199,8 +200,9 @@ def evaluate_raw_cmd(
     from ..evaluation.raw_path import evaluate_raw, headline_rows
 
     try:
+        config = {"components": {"rhetoric_textcat": {"parallelism_kinds": ["in_paragraph"]}}} if in_paragraph_labels else None
         r = evaluate_raw(model, corpus, shared=shared, annotations=annotations, split=split,
-                         gold_units=gold_units, batch_size=batch_size, output=output)
+                         gold_units=gold_units, batch_size=batch_size, config=config, output=output)
     except (OSError, ValueError) as err:
         msg.fail(str(err), exits=1)
     for name, entry in r["corpora"].items():

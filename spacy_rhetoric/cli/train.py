@@ -131,3 +131,24 @@ def tune_thresholds_raw_cmd(
         msg.info(f"coarse/{label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev units)")
     nlp.to_disk(output)
     msg.good(f"wrote {output}")
+
+
+@app.command("add-component")
+def add_component_cmd(
+    target: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline folder to add to, e.g. pipelines/zh_rhetoric"),
+    source: Path = typer.Argument(..., exists=True, file_okay=False, help="Trained pipeline holding the component, e.g. training/cross_paragraph/model-best"),
+    name: str = typer.Option("cross_paragraph_linker", "--name", help="The component to source"),
+    before: Optional[str] = typer.Option("rhetoric_textcat", "--before", help="Place it before this component"),
+    corpus: List[str] = typer.Option([], "--corpus", help="Corpus the component was trained on, for the meta's sources (repeatable), e.g. pse-original"),
+) -> None:
+    """Source a separately trained component into a shipped pipeline,
+    writing only its folder, config.cfg and meta.json."""
+    from wasabi import msg
+
+    from ..pipeline import add_component
+
+    try:
+        nlp = add_component(target, source, name, before=before, corpora=corpus)
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    msg.good(f"{target}: {', '.join(nlp.pipe_names)}")

@@ -10,9 +10,10 @@ trained on the original PSE annotation's ``outPara`` chains
 Candidates are the paragraph-opening sentences (93% of the gold branches),
 every pair at most ``window`` candidates apart is scored by a small network
 over character features (:mod:`spacy_rhetoric.ml.cross_paragraph`), and the
-decoder links each candidate to its most probable earlier candidate when
-that probability is at least ``threshold``; linked candidates form one
-parallelism (connected components, two branches or more). The branch is the
+decoder (:func:`link_groups`) builds parallelisms in document order: a
+candidate joins the group it is most probably linked to on average, or
+starts one with an earlier candidate, when the probability is at least
+``threshold``. The branch is the
 whole sentence, without whitespace at its edges.
 
 Output: the parallelisms are added to the same span groups as the
@@ -82,31 +83,36 @@ def make_cross_paragraph_linker(
 
 
 def link_groups(n: int, pairs: Sequence[Tuple[int, int]], probs: numpy.ndarray, threshold: float) -> List[List[int]]:
-    """Groups of candidate indices (module docstring): each candidate ``j``
-    is linked to its most probable earlier candidate ``i`` when
-    ``probs[(i, j)] >= threshold``; groups are the connected components with
-    two members or more, each sorted, in order of their first member.
+    """Groups of candidate indices, built in document order (average
+    linkage): candidate ``j`` joins the earlier group whose members in its
+    window it is linked to with the highest mean probability, when that mean
+    is at least ``threshold``; otherwise it starts a group with its most
+    probable earlier candidate still alone, when that probability is at
+    least ``threshold``. Each group is sorted; groups have two members or
+    more and come in order of their first member.
 
     pairs: ``(i, j)`` with ``i < j``; probs: Floats1d (n_pairs,).
     """
-    best: Dict[int, Tuple[float, int]] = {}
-    for (i, j), p in zip(pairs, probs.tolist()):
-        if p >= threshold and p > best.get(j, (-1.0, -1))[0]:
-            best[j] = (p, i)
-    parent = list(range(n))
-
-    def root(k: int) -> int:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
-    for j, (_, i) in best.items():
-        parent[root(j)] = root(i)
-    members: Dict[int, List[int]] = {}
-    for k in range(n):
-        members.setdefault(root(k), []).append(k)
-    return sorted((m for m in members.values() if len(m) >= 2), key=lambda m: m[0])
+    prob: Dict[Tuple[int, int], float] = dict(zip(map(tuple, pairs), probs.tolist()))
+    group_of: Dict[int, int] = {}
+    groups: List[List[int]] = []
+    for j in range(n):
+        earlier = [(i, p) for (i, jj), p in prob.items() if jj == j]
+        best_group, best_mean = None, threshold
+        for g, members in enumerate(groups):
+            near = [prob[(i, j)] for i in members if (i, j) in prob]
+            if near and sum(near) / len(near) >= best_mean:
+                best_group, best_mean = g, sum(near) / len(near)
+        if best_group is not None:
+            groups[best_group].append(j)
+            group_of[j] = best_group
+            continue
+        alone = [(p, i) for i, p in earlier if i not in group_of and p >= threshold]
+        if alone:
+            _, i = max(alone)
+            group_of[i] = group_of[j] = len(groups)
+            groups.append([i, j])
+    return sorted((sorted(g) for g in groups), key=lambda g: g[0])
 
 
 class CrossParagraphLinker(TrainablePipe):

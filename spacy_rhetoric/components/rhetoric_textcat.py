@@ -38,6 +38,7 @@ from ..annotation import (
 )
 from ..errors import Errors
 from ..scorers.classification import score_rhetoric_classification
+from ..spangroups import CROSS_PARAGRAPH, IN_PARAGRAPH, parallelism_groups
 from ..taxonomy import LEVELS, LITERAL, children
 
 #: The coarse device the linker rule sets (see :class:`RhetoricTextCategorizer`).
@@ -89,6 +90,7 @@ if not Span.has_extension("rhetoric"):
         "merge": False,
         "positive_weights": {},
         "parallelism_key": "parallelism",
+        "parallelism_kinds": ["in_paragraph", "cross_paragraph"],
         "scorer": {"@scorers": "spacy_rhetoric.rhetoric_classification_scorer.v1"},
     },
     default_score_weights={
@@ -109,6 +111,7 @@ def make_rhetoric_textcat(
     merge: bool,
     positive_weights: Dict[str, float],
     parallelism_key: Optional[str],
+    parallelism_kinds: List[str],
     scorer: Optional[Callable],
 ) -> "RhetoricTextCategorizer":
     """Factory of :class:`RhetoricTextCategorizer` (see its docstring)."""
@@ -122,6 +125,7 @@ def make_rhetoric_textcat(
         merge=merge,
         positive_weights=positive_weights,
         parallelism_key=parallelism_key,
+        parallelism_kinds=parallelism_kinds,
         scorer=scorer,
     )
 
@@ -207,7 +211,11 @@ class RhetoricTextCategorizer(TrainablePipe):
        dev essays this union beat "parallelism only with a branch": sentence
        F1 0.621 vs 0.611 for ``zh_rhetoric``, 0.748 vs 0.735 for
        ``zh_rhetoric_trf``). So no branch ever lies in a sentence that says
-       it is not parallel. ``parallelism_key`` None turns the rule off.
+       it is not parallel. ``parallelism_kinds`` says which parallelisms
+       count (default both ``in_paragraph`` and ``cross_paragraph``; only
+       ``in_paragraph`` reproduces the team annotation's convention, which
+       labels the branches of PSE-I's in-paragraph parallelisms);
+       ``parallelism_key`` None turns the rule off.
     Thresholds: ``threshold`` for all, overridden per ``"level/label"`` by
     ``thresholds``.
     With ``merge``, decisions already in ``sent._.rhetoric`` (from an earlier
@@ -228,6 +236,7 @@ class RhetoricTextCategorizer(TrainablePipe):
         merge: bool = False,
         positive_weights: Optional[Dict[str, float]] = None,
         parallelism_key: Optional[str] = "parallelism",
+        parallelism_kinds: Sequence[str] = (IN_PARAGRAPH, CROSS_PARAGRAPH),
         scorer: Optional[Callable] = score_rhetoric_classification,
     ) -> None:
         """Raises ValueError for a threshold outside [0, 1], a positive weight
@@ -255,6 +264,7 @@ class RhetoricTextCategorizer(TrainablePipe):
         self.positive_weights = positive_weights
         # a config setting (the linker rule), kept out of cfg like merge
         self.parallelism_key = parallelism_key
+        self.parallelism_kinds = tuple(parallelism_kinds)
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "trained_labels": [],
@@ -333,7 +343,8 @@ class RhetoricTextCategorizer(TrainablePipe):
         """Token offsets of the branches the linker wrote (the linker rule)."""
         if not self.parallelism_key or self.parallelism_key not in doc.spans:
             return []
-        return [(s.start, s.end) for s in doc.spans[self.parallelism_key]]
+        return [(s.start, s.end) for kind, spans in parallelism_groups(doc, self.parallelism_key)
+                if kind in self.parallelism_kinds for s in spans]
 
     def _threshold(self, key: str) -> float:
         return float(self.cfg["thresholds"].get(key, self.cfg["threshold"]))

@@ -67,12 +67,13 @@ from spacy.tokens import Doc
 from ..taxonomy import COMPONENT_LABELS, LEVEL_LABELS, LEVELS, LITERAL
 from ..scorers.classification import set_scores
 from ..scorers.parallelism import score_groups
+from ..spangroups import CROSS_PARAGRAPH, IN_PARAGRAPH
 
 #: Characters that end a heading-less sentence: a unit ending in none of them
 #: and alone in its paragraph is a title.
 SENTENCE_END = set("。．.？?！!；;…")
 #: The corpora :func:`read_gold` knows.
-CORPORA = ("pse-i-cerd", "pse-i", "simile", "cmc")
+CORPORA = ("pse-i-cerd", "pse-i", "simile", "cmc", "pse-original")
 #: The one label CMC annotates (metaphor or personification).
 FIGURATIVE = "figurative"
 
@@ -113,6 +114,9 @@ class GoldDoc:
     collapse: Dict[str, str] = field(default_factory=dict)
     # gold-unit path: the gold words and sentence starts of each paragraph
     paragraphs: List[Tuple[int, List[str], List[bool]]] = field(default_factory=list)
+    #: cross-paragraph parallelisms, branches as sentence character offsets
+    #: (None: not annotated)
+    cross_paragraph: Optional[List[List[Char]]] = None
 
 
 # --- gold ---------------------------------------------------------------------
@@ -279,6 +283,24 @@ def cerd_dev_essays(train_jsonl: Path, dev: bool = True) -> Set[str]:
     return {e for i, e in enumerate(essays) if (i % DEV_EVERY == DEV_OFFSET) == dev}
 
 
+def read_pse_original(pse_original_dir: Path, pse_dir: Path, split: str = "test") -> List[GoldDoc]:
+    """Essays of the original PSE annotation (their own text, paragraphs
+    joined by ``"\n"``): sentence units and the cross-paragraph
+    parallelisms; the upstream-dubious files are left out."""
+    from ..corpora.pse_i import read_splits
+    from ..corpora.pse_original import DUBIOUS, split_essays
+
+    stem = {"validation": "dev", "training": "train"}.get(split, split)
+    files = [f for f in read_splits(Path(pse_dir))[stem] if f not in DUBIOUS]
+    out = []
+    for essay in split_essays(Path(pse_original_dir), files):
+        offsets = essay.sentence_offsets()
+        units = [GoldUnit(s, e, {}) for s, e in sorted(offsets.values())]
+        groups = [[offsets[sid] for sid in g] for g in essay.groups["cross_paragraph"]]
+        out.append(GoldDoc(Path(essay.name).stem, essay.text, units, {}, cross_paragraph=groups))
+    return out
+
+
 def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test") -> List[GoldDoc]:
     """Gold of one of :data:`CORPORA` from ``shared`` (``../shared/data``) and
     ``annotations`` (``annotations/pse-i-cerd``). Splits: ``test``; ``dev``
@@ -297,6 +319,8 @@ def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test")
         return read_simile_gold(shared / "simile", split)
     if corpus == "cmc":
         return read_cmc_gold(shared / "cmc" / "train.tsv", split)
+    if corpus == "pse-original":
+        return read_pse_original(shared / "pse-original", shared / "pse-i", split)
     raise ValueError(f"unknown corpus {corpus!r}; expected one of {', '.join(CORPORA)}")
 
 
@@ -516,8 +540,8 @@ def branch_to_words(branch: Char, words: Sequence[Char], starts: Sequence[int]) 
 
 
 def score_parallelism(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """EPM/MPBM/MBAWO/MWO on gold word offsets (module docstring); None when
-    no text has parallelism gold."""
+    """EPM/MPBM/MBAWO/MWO of the in-paragraph parallelisms on gold word
+    offsets (module docstring); None when no text has parallelism gold."""
     pairs = []
     for g, rec in zip(gold, records):
         if g.parallelisms is None or g.words is None:
@@ -525,12 +549,43 @@ def score_parallelism(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]
         starts = [w[0] for w in g.words]
         hyp = []
         for group in rec["parallelisms"]:
+            if group.get("kind", IN_PARAGRAPH) != IN_PARAGRAPH:
+                continue
             branches = [branch_to_words((b["start"], b["end"]), g.words, starts) for b in group["branches"]]
             branches = sorted({b for b in branches if b is not None})
             if len(branches) >= 2:
                 hyp.append(branches)
         pairs.append((hyp, [sorted(gr) for gr in g.parallelisms]))
     return score_groups(pairs) if pairs else None
+
+
+def score_cross_paragraph(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Pairwise link and exact-group P/R/F1 of the cross-paragraph
+    parallelisms (:mod:`spacy_rhetoric.scorers.cross_paragraph`; predicted
+    branches mapped to the gold sentence they overlap most), on all texts
+    and on the texts that have such a gold parallelism, plus the predicted
+    groups on the texts that have none (false groups). None when no text
+    has this gold."""
+    from ..scorers.cross_paragraph import score_cross_groups, to_units
+
+    pairs, with_gold, false_groups, without = [], [], 0, 0
+    for g, rec in zip(gold, records):
+        if g.cross_paragraph is None:
+            continue
+        units = [(u.start, u.end) for u in g.units]
+        hyp = [[to_units((b["start"], b["end"]), units) for b in grp["branches"]]
+               for grp in rec["parallelisms"] if grp.get("kind") == CROSS_PARAGRAPH]
+        pairs.append((hyp, g.cross_paragraph))
+        if g.cross_paragraph:
+            with_gold.append((hyp, g.cross_paragraph))
+        else:
+            without += 1
+            false_groups += len(hyp)
+    if not pairs:
+        return None
+    return {"all": score_cross_groups(pairs, "cross"), "with_gold": score_cross_groups(with_gold, "cross"),
+            "texts_with_gold": len(with_gold), "texts_without_gold": without,
+            "groups_on_texts_without_gold": false_groups}
 
 
 def consistency(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
@@ -567,6 +622,7 @@ def score_records(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) ->
         "units": score_units(gold, records),
         "components": score_components(gold, records),
         "parallelism": score_parallelism(gold, records),
+        "cross_paragraph": score_cross_paragraph(gold, records),
         "consistency": consistency(records),
         "gold_counts": gold_counts(gold),
         "n_texts": len(gold),
@@ -583,6 +639,7 @@ def evaluate_raw(
     split: str = "test",
     gold_units: bool = False,
     batch_size: int = 8,
+    config: Optional[Dict[str, Any]] = None,
     output: Optional[Path] = None,
 ) -> Dict[str, Any]:
     """Run ``model`` on each corpus as raw text (and, with ``gold_units``, on
@@ -590,15 +647,16 @@ def evaluate_raw(
 
     Returns ``{"model", "version", "split", "corpora": {name: {"raw": scores,
     "gold_units": scores?, "seconds"}}}`` (scores of :func:`score_records`)
-    and writes it as JSON to ``output``. Raises ValueError for an unknown
-    corpus, OSError for missing data.
+    and writes it as JSON to ``output``. ``config``: overrides for loading
+    ``model`` (a nested dict). Raises ValueError for an unknown corpus,
+    OSError for missing data.
     """
     from ..pipeline import load_pipeline
 
-    nlp = model if isinstance(model, Language) else load_pipeline(model)
+    nlp = model if isinstance(model, Language) else load_pipeline(model, config)
     result: Dict[str, Any] = {"model": str(model) if not isinstance(model, Language) else f"{nlp.lang}_{nlp.meta.get('name')}",
                               "name": f"{nlp.lang}_{nlp.meta.get('name', '')}", "version": nlp.meta.get("version"),
-                              "split": split, "corpora": {}}
+                              "split": split, "config": config or {}, "corpora": {}}
     for corpus in corpora:
         gold = read_gold(corpus, shared, annotations, split)
         t0 = time.perf_counter()
@@ -662,6 +720,15 @@ def headline_rows(entry: Dict[str, Any]) -> List[Tuple[str, ...]]:
         for metric, v in par.items():
             rows.append((f"parallelism {metric.upper()}", _fmt(v["p"]), _fmt(v["r"]), _fmt(v["f"]),
                          _fmt(f_of(gold, ("parallelism", metric, "f")))))
+    cross = raw.get("cross_paragraph")
+    if cross:
+        for sub, title in (("with_gold", f"texts with one ({cross['texts_with_gold']})"), ("all", "all texts")):
+            c, gc = cross[sub], f_of(gold, ("cross_paragraph", sub)) or {}
+            for what in ("link", "group"):
+                rows.append((f"cross-paragraph {what}s, {title}", _fmt(c[f"cross_{what}_p"]), _fmt(c[f"cross_{what}_r"]),
+                             _fmt(c[f"cross_{what}_f"]), _fmt(gc.get(f"cross_{what}_f"))))
+        rows.append((f"cross-paragraph groups on the {cross['texts_without_gold']} texts without one", "", "",
+                     str(cross["groups_on_texts_without_gold"]), ""))
     u = raw["units"]
     if u["boundary_f"] is not None:
         rows.append(("sentence units: boundary", _fmt(u["boundary_p"]), _fmt(u["boundary_r"]), _fmt(u["boundary_f"]), ""))

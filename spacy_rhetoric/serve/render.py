@@ -155,11 +155,14 @@ def _marks(record: Dict[str, Any]) -> List[_Mark]:
         add("sent", sent, f"s{i}", attrs)
     for g, group in enumerate(record.get("parallelisms") or [], start=1):
         branches = group.get("branches") or []
+        kind = str(group.get("kind") or "in_paragraph")
+        # a cross-paragraph group (branches in several paragraphs) says so in its tag
+        tag = "跨段排比" if kind == "cross_paragraph" else "排比"
         for b, branch in enumerate(branches, start=1):
             add("branch", branch, f"p{g}.{b}", {
                 "data-parallelism": str(g), "data-branch": str(b), "data-group-id": str(group.get("id", "")),
-                "data-tag": f"排比{g}·{b}", "style": f"--rh-group: {group_colour(g)}",
-                "title": f"排比 parallelism {g}, branch {b} of {len(branches)}",
+                "data-parallelism-kind": kind, "data-tag": f"{tag}{g}·{b}", "style": f"--rh-group: {group_colour(g)}",
+                "title": f"{tag} parallelism {g} ({kind.replace('_', '-')}), branch {b} of {len(branches)}",
             })
     for c, comp in enumerate(record.get("components") or []):
         label = str(comp.get("label", ""))
@@ -222,6 +225,8 @@ def render_summary(record: Dict[str, Any]) -> str:
     rows.append(f'<table class="rh-counts"><tr><th>修辞 device</th><th>句 sentences</th></tr>{cells}'
                 f'<tr data-summary="parallelism-groups"><td>排比组 parallelism groups (branches)</td>'
                 f'<td class="rh-count">{int(summary.get("parallelisms", 0))} ({int(summary.get("branches", 0))})</td></tr>'
+                f'<tr data-summary="cross-paragraph-groups"><td>其中跨段 of them across paragraphs</td>'
+                f'<td class="rh-count">{int(summary.get("cross_paragraph_parallelisms", 0))}</td></tr>'
                 f'</table>')
     details = []
     for level, title in (("form", "形式 form"), ("content", "内容 content"), ("components", "成分 components")):
@@ -245,7 +250,8 @@ def render_legend() -> str:
     return ('<div class="rh-legend"><b>图例 legend</b>'
             f'<ul class="rh-legend-devices">{devices}<li><span class="rh-swatch rh-swatch-literal"></span>字面 literal (no colour)</li></ul>'
             f'<ul class="rh-legend-components">{comps}</ul>'
-            '<p><span class="rh-legend-branch">排比n·k</span> branch k of parallelism n (one border colour per parallelism)</p>'
+            '<p><span class="rh-legend-branch">排比n·k</span> branch k of parallelism n (one border colour per parallelism); '
+            '跨段排比n·k: a parallelism whose branches are sentences of different paragraphs</p>'
             '<p>Scores follow each device sentence; hover over or click a sentence for form, content and scores.</p></div>')
 
 
