@@ -297,7 +297,12 @@ def read_pse_original(pse_original_dir: Path, pse_dir: Path, split: str = "test"
         offsets = essay.sentence_offsets()
         units = [GoldUnit(s, e, {}) for s, e in sorted(offsets.values())]
         groups = [[offsets[sid] for sid in g] for g in essay.groups["cross_paragraph"]]
-        out.append(GoldDoc(Path(essay.name).stem, essay.text, units, {}, cross_paragraph=groups))
+        # gold units: the whole essay in characters with the <sent> starts
+        # (the corpus has no gold words; a cross-paragraph link needs the essay)
+        starts = {s for s, _ in offsets.values()}
+        chars = list(essay.text)
+        out.append(GoldDoc(Path(essay.name).stem, essay.text, units, {}, cross_paragraph=groups,
+                           paragraphs=[(0, chars, [i in starts or i == 0 for i in range(len(chars))])]))
     return out
 
 
