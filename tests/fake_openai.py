@@ -190,15 +190,18 @@ class FakeOpenAIServer:
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        self._reply(handler, reply, body)
+
+    def _reply(self, handler: BaseHTTPRequestHandler, reply: Reply, body: Dict[str, Any]) -> None:
+        # a request stops being in flight once its answer is ready, before it
+        # is sent: the client may send its next request as soon as it has
+        # read this one, while this handler thread is still returning
         try:
-            self._reply(handler, reply, body)
+            if reply.delay:
+                time.sleep(reply.delay)
         finally:
             with self._lock:
                 self._in_flight -= 1
-
-    def _reply(self, handler: BaseHTTPRequestHandler, reply: Reply, body: Dict[str, Any]) -> None:
-        if reply.delay:
-            time.sleep(reply.delay)
         if reply.raw_body is not None:
             self._send(handler, 200, reply.raw_body, reply.headers)
         elif reply.status != 200:
