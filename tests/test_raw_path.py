@@ -175,3 +175,20 @@ def test_cerd_gold_matches_the_essay_text(shared_data: Path):
 def test_score_records_rejects_misaligned_input():
     with pytest.raises(ValueError):
         score_records([_doc([])], [])
+
+
+def test_score_records_scores_analyze_output(pse_dir, tmp_path):
+    out = tmp_path / "out.jsonl"
+    essays = [str(pse_dir / "xml" / f"{e}.xml") for e in ESSAYS[:2]]
+    runner = CliRunner()
+    assert runner.invoke(app, ["analyze", *essays, "--model", str(PIPELINES[0]), "-o", str(out), "--no-progress"]).exit_code == 0
+    result = runner.invoke(app, ["score-records", str(out), "--corpus", "pse-i-cerd", "--shared", str(pse_dir.parent),
+                                 "--annotations", str(ROOT / "annotations" / "pse-i-cerd")])
+    assert result.exit_code == 0, result.output
+    assert "40 pse-i-cerd test texts have no record" in result.output
+    assert "sentences: parallelism" in result.output and "coarse micro" in result.output
+    empty = tmp_path / "none.jsonl"
+    empty.write_text(json.dumps({"schema": "x", "id": "nope", "text": ""}) + "\n", encoding="utf8")
+    bad = runner.invoke(app, ["score-records", str(empty), "--shared", str(pse_dir.parent),
+                              "--annotations", str(ROOT / "annotations" / "pse-i-cerd")])
+    assert bad.exit_code == 1 and "no analysis record matches" in bad.output

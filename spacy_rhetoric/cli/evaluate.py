@@ -230,10 +230,12 @@ def score_records_cmd(
     from ..evaluation.raw_path import align_records, device_counts, headline_rows, read_gold, score_records
 
     try:
-        gold = read_gold(corpus, shared, annotations, split)
-        aligned = align_records(gold, (rec for _, rec in iter_jsonl_objects(records)))
+        gold, aligned, missing = align_records(read_gold(corpus, shared, annotations, split),
+                                               (rec for _, rec in iter_jsonl_objects(records)))
     except (OSError, ValueError) as err:
         msg.fail(str(err), exits=1)
+    if missing:
+        msg.warn(f"{len(missing)} {corpus} {split} texts have no record and are not scored: {', '.join(missing[:10])}")
     msg.table(device_counts(gold, aligned), header=("", "analysed", "gold"), divider=True,
               title=f"{records}: {len(gold)} {corpus} {split} texts")
     rows = [r[:4] for r in headline_rows({"raw": score_records(gold, aligned)})

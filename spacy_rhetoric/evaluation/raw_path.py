@@ -813,8 +813,9 @@ def tune_thresholds_raw(
 
 def device_counts(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> List[Tuple[str, int, int]]:
     """``(what, predicted, gold)`` rows: sentences per coarse device (the
-    analysed sentences that carry it, the gold units that do), then
-    parallelisms and branches when the gold has them."""
+    analysed sentences that carry it, the gold units that do), then groups
+    and branches of each kind of parallelism (gold ``–`` where the corpus
+    does not annotate that kind)."""
     from ..taxonomy import COARSE_ZH
 
     rows = []
@@ -822,20 +823,26 @@ def device_counts(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) ->
         pred = sum(label in s.get("coarse", {}) for r in records for s in r["sentences"])
         ref = sum(label in u.labels.get("coarse", ()) for g in gold for u in g.units)
         rows.append((f"sentences: {label}", pred, ref))
-    if any(g.parallelisms is not None for g in gold):
-        rows.append(("parallelisms", sum(len(r["parallelisms"]) for r in records),
-                     sum(len(g.parallelisms or []) for g in gold)))
-        rows.append(("branches", sum(len(p["branches"]) for r in records for p in r["parallelisms"]),
-                     sum(len(p) for g in gold for p in (g.parallelisms or []))))
+    def predicted(kind: str, what: str) -> int:
+        groups = [p for r in records for p in r["parallelisms"] if p.get("kind", IN_PARAGRAPH) == kind]
+        return len(groups) if what == "groups" else sum(len(p["branches"]) for p in groups)
+
+    for kind, attr in ((IN_PARAGRAPH, "parallelisms"), (CROSS_PARAGRAPH, "cross_paragraph")):
+        has_gold = any(getattr(g, attr) is not None for g in gold)
+        for what in ("groups", "branches"):
+            ref = sum(len(x) if what == "groups" else sum(len(p) for p in x)
+                      for x in (getattr(g, attr) or [] for g in gold)) if has_gold else "–"
+            rows.append((f"{kind.replace('_', '-')} parallelism {what}", predicted(kind, what), ref))
     return rows
 
 
-def align_records(gold: Sequence[GoldDoc], records: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """The analysis/v1 records (e.g. ``rhetoric analyze`` output) in the
-    order of ``gold``, matched by id. Raises ValueError naming the gold texts
-    without a record or whose record is an error."""
-    by_id = {r["id"]: r for r in records}
-    missing = [g.id for g in gold if g.id not in by_id or "error" in by_id[g.id]]
-    if missing:
-        raise ValueError(f"no analysis record for {len(missing)} of {len(gold)} texts: {', '.join(missing[:10])}")
-    return [by_id[g.id] for g in gold]
+def align_records(gold: Sequence[GoldDoc], records: Iterable[Dict[str, Any]]) -> Tuple[List[GoldDoc], List[Dict[str, Any]], List[str]]:
+    """The gold texts that have an analysis/v1 record (e.g. ``rhetoric
+    analyze`` output, matched by id; error records do not count), their
+    records in the same order, and the ids of the gold texts without one.
+    Raises ValueError when no gold text has a record."""
+    by_id = {r["id"]: r for r in records if "error" not in r}
+    kept = [g for g in gold if g.id in by_id]
+    if not kept:
+        raise ValueError(f"no analysis record matches any of the {len(gold)} gold texts (ids are essay ids, e.g. {gold[0].id if gold else '?'})")
+    return kept, [by_id[g.id] for g in kept], [g.id for g in gold if g.id not in by_id]
