@@ -608,6 +608,25 @@ def consistency(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
             "parallelism_sentences_without_branch": lonely}
 
 
+def cross_only_units(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Optional[Dict[str, int]]:
+    """Gold units whose sentences hold a cross-paragraph branch and no
+    in-paragraph one (the units the linker rule labels parallelism because
+    of a cross-paragraph parallelism alone), and how many of them the gold
+    labels ``parallelism``; None without coarse gold."""
+    n = yes = 0
+    for g, rec in zip(gold, records):
+        if "parallelism" not in g.scored.get("coarse", ()):
+            continue
+        spans = {kind: [(b["start"], b["end"]) for p in rec["parallelisms"] if p.get("kind", IN_PARAGRAPH) == kind
+                        for b in p["branches"]] for kind in (IN_PARAGRAPH, CROSS_PARAGRAPH)}
+        for unit, sents in zip(g.units, assign_sentences(g.units, rec["sentences"])):
+            holds = {kind: any(_overlap((s["start"], s["end"]), b) for s in sents for b in bs) for kind, bs in spans.items()}
+            if holds[CROSS_PARAGRAPH] and not holds[IN_PARAGRAPH]:
+                n += 1
+                yes += "parallelism" in unit.labels.get("coarse", ())
+    return {"units": n, "gold_parallelism": yes} if any("parallelism" in g.scored.get("coarse", ()) for g in gold) else None
+
+
 def gold_counts(gold: Sequence[GoldDoc]) -> Dict[str, Dict[str, int]]:
     """Gold units per non-literal label and level."""
     counts: Dict[str, Counter] = defaultdict(Counter)
@@ -629,6 +648,7 @@ def score_records(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) ->
         "parallelism": score_parallelism(gold, records),
         "cross_paragraph": score_cross_paragraph(gold, records),
         "consistency": consistency(records),
+        "cross_paragraph_only_units": cross_only_units(gold, records),
         "gold_counts": gold_counts(gold),
         "n_texts": len(gold),
         "n_chars": sum(len(g.text) for g in gold),
