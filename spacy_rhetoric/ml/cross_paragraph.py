@@ -33,6 +33,8 @@ SENTENCE_END = set("。．.？?！!；;…")
 #: Punctuation stripped before comparing endings.
 PUNCT = set("，,。．.？?！!；;：:…—“”‘’「」『』（）()《》、 \u3000")
 N_FEATURES = 14
+#: Characters compared at each end of a candidate.
+HEAD = 64
 
 #: A candidate: ``(start, end)`` token offsets of the sentence (edge
 #: whitespace left out) and its text.
@@ -82,11 +84,15 @@ def _bigrams(text: str) -> set:
 
 def pair_features(a: str, b: str, distance: int) -> List[float]:
     """The :data:`N_FEATURES` features of two candidate texts ``a`` (earlier)
-    and ``b``, ``distance`` candidates apart; all in [0, 1]."""
-    ca, cb = _core(a), _core(b)
+    and ``b``, ``distance`` candidates apart; all in [0, 1]. Only the first
+    :data:`HEAD` and last :data:`HEAD` characters are compared (the matching
+    is quadratic, and a pasted text may hold a line of a million characters
+    without punctuation)."""
+    full_a, full_b = _core(a), _core(b)
+    ca, cb = full_a[:HEAD], full_b[:HEAD]
     shorter = max(1, min(len(ca), len(cb)))
     prefix = _common_prefix(ca, cb)
-    suffix = _common_prefix(ca[::-1], cb[::-1])
+    suffix = _common_prefix(full_a[::-1][:HEAD], full_b[::-1][:HEAD])
     matcher = SequenceMatcher(None, ca, cb, autojunk=False)
     longest = matcher.find_longest_match(0, len(ca), 0, len(cb)).size if ca and cb else 0
     ga, gb = _bigrams(ca), _bigrams(cb)
@@ -100,10 +106,10 @@ def pair_features(a: str, b: str, distance: int) -> List[float]:
         longest / shorter,
         matcher.ratio(),
         dice,
-        min(len(ca), len(cb)) / max(1, len(ca), len(cb)),
+        min(len(full_a), len(full_b)) / max(1, len(full_a), len(full_b)),
         float(head_a and head_b),
         float(head_a != head_b),
-        float(len(ca) <= 12 and len(cb) <= 12),
+        float(len(full_a) <= 12 and len(full_b) <= 12),
         1.0 / distance,
         float(bool(ca) and bool(cb) and ca[0] == cb[0]),
         float(a.count("，") == b.count("，")),
