@@ -57,9 +57,9 @@ def time_pipe(nlp: Language, texts: Sequence[str], n_process: int, batch_size: i
     """Timed passes of ``nlp.pipe`` over ``texts``; returns seconds (best
     and mean of ``repeat``), words/second and docs/second (from the best).
     Every process runs torch on one thread
-    (:func:`spacy_rhetoric.analyze.single_torch_thread`), so 1 and N
+    (:func:`spacy_rhetoric.records.single_torch_thread`), so 1 and N
     processes compare like for like."""
-    from .analyze import single_torch_thread
+    from .records import single_torch_thread
 
     words, runs = 0, []
     for _ in range(repeat):

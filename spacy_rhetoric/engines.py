@@ -44,7 +44,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from .analysis_io import InputDoc
-from .analyze import doc_sections, doc_to_record, error_record, model_info, single_torch_thread, too_long_message
+from .records import doc_sections, doc_to_record, error_record, model_info, single_torch_thread, too_long_message
 
 Result = Tuple[int, Dict[str, Any], Optional[Dict[str, str]]]
 

@@ -232,7 +232,7 @@ def _components(texts: Sequence[str], tenor: Optional[str], tools: _Tools):
 
     if tools.nlp is None:
         return None, [rule_components(t, tenor) for t in texts]
-    from ..analyze import single_torch_thread
+    from ..records import single_torch_thread
 
     with single_torch_thread():  # as `rhetoric analyze`: far faster on a busy machine
         docs = list(tools.nlp.pipe(texts))

@@ -4,7 +4,7 @@ A user hands the pipeline raw text; `rhetoric analyze`, `rhetoric serve` and
 ``nlp(text)`` tokenise it with the pipeline's own tokenizer, cut it into
 sentences with the ``clause_segmenter`` and label each sentence. This module
 runs exactly that path (``nlp.pipe`` on the text, then
-:func:`spacy_rhetoric.analyze.doc_to_record`, the analysis/v1 record the
+:func:`spacy_rhetoric.records.doc_to_record`, the analysis/v1 record the
 user gets) and scores the record against gold annotation by **character
 offsets**, so the tokenisation and the sentence units are the pipeline's own.
 
@@ -334,7 +334,7 @@ def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test")
 
 def predict_raw(nlp: Language, gold: Sequence[GoldDoc], batch_size: int = 8) -> List[Dict[str, Any]]:
     """analysis/v1 records of the texts as a user gets them (``nlp.pipe`` on raw text)."""
-    from ..analyze import doc_to_record, model_info, single_torch_thread
+    from ..records import doc_to_record, model_info, single_torch_thread
 
     info = model_info(nlp)
     with single_torch_thread():
@@ -359,7 +359,7 @@ def predict_gold_units(nlp: Language, gold: Sequence[GoldDoc], batch_size: int =
     upper bound): each paragraph a Doc of its gold words with its gold
     sentence starts (a text without gold words is one sentence of the
     pipeline's own words), offsets moved back into the text."""
-    from ..analyze import doc_to_record, model_info, single_torch_thread
+    from ..records import doc_to_record, model_info, single_torch_thread
 
     info = model_info(nlp)
     pieces: List[Tuple[int, int, Doc]] = []
@@ -798,7 +798,7 @@ def tune_thresholds_raw(
     parallelism on 787 of 2,262 simile test sentences). Returns ``{label: {"threshold", "f",
     "support", "grid"}}``. Raises ValueError without a ``rhetoric_textcat``.
     """
-    from ..analyze import doc_to_record, single_torch_thread
+    from ..records import doc_to_record, single_torch_thread
     from .rhetoric import THRESHOLD_GRID
 
     if "rhetoric_textcat" not in nlp.pipe_names:

@@ -4,10 +4,10 @@ device and the requested object)? Judged by a spaCy pipeline with
 ``rhetoric_textcat`` and ``rhetoric_components`` (e.g. ``pipelines/zh_rhetoric``).
 
 The pipeline's decisions are read as ``rhetoric analyze`` records them:
-:func:`~spacy_rhetoric.analyze.doc_to_record` takes each sentence's
+:func:`~spacy_rhetoric.records.doc_to_record` takes each sentence's
 ``sent._.rhetoric``, which ``rhetoric_textcat`` decoded with the pipeline's
 own thresholds (its ``threshold`` and per-label ``thresholds``), and
-:func:`~spacy_rhetoric.serve.render.devices_of` lists a sentence's devices.
+:func:`~spacy_rhetoric.render.devices_of` lists a sentence's devices.
 
 For a candidate requested with device d and object o:
 
@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..analyze import doc_to_record
+from ..records import doc_to_record
 from ..pipeline import load_pipeline
-from ..serve.render import devices_of
+from ..render import devices_of
 from ..taxonomy import LITERAL, OBJECT_COMPONENT
 
 REQUIRED_PIPES = ("rhetoric_textcat", "rhetoric_components")

@@ -18,7 +18,7 @@ component works after any tokenizer and any encoder.
 from __future__ import annotations
 
 from difflib import SequenceMatcher
-from typing import List, Sequence, Tuple
+from typing import List, Tuple
 
 import numpy
 from spacy.tokens import Doc

@@ -11,7 +11,7 @@ Endpoints (all answers JSON except the page and its static files):
 ``POST /analyze``
     ``{"text": str, "id"?: str}`` -> one ``spacy-rhetoric/analysis/v1``
     record (what ``rhetoric analyze`` writes, built by
-    :func:`spacy_rhetoric.analyze.doc_to_record`; ``path`` and ``encoding``
+    :func:`spacy_rhetoric.records.doc_to_record`; ``path`` and ``encoding``
     null, ``id`` default ``"text"``), or ``{"texts": [str], "ids"?: [str]}``
     -> a JSON array of records (ids default ``text-1``, ``text-2``, ...).
     Empty or whitespace text gives the empty analysis. A text the pipeline
@@ -20,7 +20,7 @@ Endpoints (all answers JSON except the page and its static files):
     (status 200) for ``texts``.
 ``POST /render``
     an analysis record -> ``{"html": fragment}``, the rendering of
-    :mod:`spacy_rhetoric.serve.render` that the page shows and the static
+    :mod:`spacy_rhetoric.render` that the page shows and the static
     report embeds (the page calls ``/analyze`` and then this).
 ``POST /suggest``
     ``{"text", "sentence", "rhetoric", "object"?, "n"?}``: ``sentence`` is
@@ -83,10 +83,10 @@ from spacy.language import Language
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..analysis_io import InputDoc
-from ..analyze import SCHEMA, model_info, single_torch_thread
+from ..records import SCHEMA, model_info, single_torch_thread
 from ..pipeline import load_pipeline
 from ..taxonomy import OBJECT_COMPONENT
-from .render import render_record, static_text
+from ..render import render_record, static_text
 
 logger = logging.getLogger("spacy_rhetoric.serve")
 

@@ -38,7 +38,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ..taxonomy import COARSE_ZH, COMPONENT_ZH, COMPONENTS, CONTENT, FORM, LITERAL
+from .taxonomy import COARSE_ZH, COMPONENT_ZH, COMPONENTS, CONTENT, FORM, LITERAL
 
 #: Background of a sentence per coarse device (literal: none).
 COARSE_COLOURS: Dict[str, str] = {
@@ -272,7 +272,8 @@ def render_record(record: Dict[str, Any], *, legend: bool = True) -> str:
 @lru_cache(maxsize=None)
 def static_text(name: str) -> str:
     """A file of ``spacy_rhetoric/serve/static`` (CSS, JS, the page)."""
-    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf8")
+    # read as package data of spacy_rhetoric: importing spacy_rhetoric.serve would need FastAPI
+    return resources.files("spacy_rhetoric").joinpath("serve", "static", name).read_text(encoding="utf8")
 
 
 def inline_json(value: Any) -> str:
