@@ -40,6 +40,7 @@ from ..errors import Errors
 from ..scorers.classification import score_rhetoric_classification
 from ..spangroups import CROSS_PARAGRAPH, IN_PARAGRAPH, parallelism_groups
 from ..taxonomy import LEVELS, LITERAL, children
+from .. import extensions  # noqa: F401  registers Span._.rhetoric
 
 #: The coarse device the linker rule sets (see :class:`RhetoricTextCategorizer`).
 PARALLELISM = "parallelism"
@@ -75,8 +76,6 @@ depth = 4
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
-if not Span.has_extension("rhetoric"):
-    Span.set_extension("rhetoric", default=None)
 
 
 @Language.factory(

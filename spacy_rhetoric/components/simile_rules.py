@@ -24,6 +24,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span, SpanGroup
 
 from ..annotation import COMPONENTS_KEY, LEVEL_SPAN_KEYS, mark_one_sentence, sentence_spans
+from .. import extensions  # noqa: F401  registers Span._.rhetoric
 
 COMPARATOR_CHAR = "像"
 FUNCTION_WORDS = frozenset(
@@ -32,8 +33,6 @@ FUNCTION_WORDS = frozenset(
 )
 CLOSERS = frozenset("一样 一般 般 似的 似地 那样 这样 样 一 似".split())
 
-if not Span.has_extension("rhetoric"):
-    Span.set_extension("rhetoric", default=None)
 
 
 def _is_punct(token) -> bool:
