@@ -1,7 +1,7 @@
 PYTHON ?= python3
 SHARED ?= ../shared/data
 
-.PHONY: install test demo
+.PHONY: install install-core test demo
 
 # The serve extra (FastAPI, uvicorn), the generation extra (kenlm, built from
 # source with the C++ compiler and CMake, and jiagu) and selenium come with the install. The
@@ -9,6 +9,11 @@ SHARED ?= ../shared/data
 # font: tried with apt-get only where apt-get exists and we are root; when that
 # is impossible or fails, the build goes on and those tests skip, saying why.
 BROWSER_PACKAGES = chromium chromium-driver fonts-wqy-microhei
+
+# What the main job (make demo: package the pipeline, analyse) needs: the
+# package and its core dependencies, nothing else.
+install-core:
+	$(PYTHON) -m pip install -e .
 
 install:
 	$(PYTHON) -m pip install -e ".[test,ray,serve,generation,vectors]"
@@ -33,7 +38,7 @@ PIPELINE ?= pipelines/zh_rhetoric
 META = $(PYTHON) -c "import json,sys; print(json.load(open('$(PIPELINE)/meta.json'))[sys.argv[1]])"
 DEMO_INPUT = $(if $(wildcard $(SHARED)/pse-i/splits.json),$(SHARED)/pse-i --split test,demo/sample.txt)
 
-demo: install
+demo: install-core
 	mkdir -p packages
 	$(eval NAME := $(shell $(META) name))
 	$(eval VERSION := $(shell $(META) version))
