@@ -38,23 +38,44 @@ def generate_cmd(
     max_new_tokens: int = typer.Option(96, "--max-new-tokens"),
     k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
     language: str = typer.Option("zh", "--language", help="Prompt language: zh (CERD) or en"),
-    prompt_style: str = typer.Option("instruction", "--prompt-style", help="instruction (chat model, CERD prompt) or completion (base LM, few-shot)"),
-    shots: Optional[Path] = typer.Option(None, "--shots", exists=True, dir_okay=False, help="RG records (rg-records JSONL) to draw completion shots from"),
+    prompt_style: str = typer.Option("auto", "--prompt-style", help="auto (a local model without a chat template takes completion prompts, any other model instruction), instruction (chat model, CERD prompt) or completion (base LM, few-shot)"),
+    shots: Optional[Path] = typer.Option(None, "--shots", exists=True, dir_okay=False, help="RG records (rg-records JSONL) to draw completion shots from (default: the built-in shots)"),
     n_shots: int = typer.Option(4, "--n-shots", help="Shots per completion prompt"),
     top_p: float = TOP_P,
     repetition_penalty: float = REPETITION_PENALTY,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for sampling (--model-path)"),
 ) -> None:
-    """Generate sentences using a rhetorical device on an object (CERD RG); prints JSON lines, best first."""
+    """Generate sentences using a rhetorical device on an object (CERD RG); prints JSON lines, best first.
+    A bad setting or a model that cannot be used is one line on stderr and exit code 1."""
     import json
 
     text = context_file.read_text(encoding="utf8") if context_file else context
-    gen = _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty,
-                         seed, n_context=k, n_candidates=n, temperature=temperature, max_new_tokens=max_new_tokens,
-                         language=language, prompt_style=prompt_style, shots_path=str(shots) if shots else None,
-                         n_shots=n_shots)
-    for cand in gen.generate(text, rhetoric, obj, n):
+    try:
+        style = resolve_prompt_style(prompt_style, model_path)
+        gen = _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty,
+                             seed, n_context=k, n_candidates=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                             language=language, prompt_style=style, shots_path=str(shots) if shots else None,
+                             n_shots=n_shots)
+        candidates = gen.generate(text, rhetoric, obj, n)
+    except (ValueError, OSError) as err:
+        typer.echo(f"rhetoric generate: {' '.join(str(err).split())}", err=True)
+        raise typer.Exit(1)
+    for cand in candidates:
         typer.echo(json.dumps(cand.to_dict(), ensure_ascii=False))
+
+
+def resolve_prompt_style(style: str, model_path: Optional[str]) -> str:
+    """``style`` itself, or for ``"auto"``: ``"completion"`` for a local
+    model whose tokenizer has no chat template (a base LM, e.g. the Gemma 3
+    270M asset), else ``"instruction"``. Raises OSError when the local
+    tokenizer cannot be loaded."""
+    if style != "auto":
+        return style
+    if model_path is None:
+        return "instruction"
+    from ..llm.transformers_backend import load_local_tokenizer
+
+    return "instruction" if getattr(load_local_tokenizer(model_path), "chat_template", None) else "completion"
 
 
 def _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty, seed, **settings):

@@ -1,0 +1,63 @@
+"""`rhetoric generate` with the defaults, as a new user calls it: a base LM
+(no chat template, like the Gemma 3 270M asset) gets completion prompts
+without being told, and a model that cannot be used is one line on stderr.
+Tiny randomly initialised local models stand in for the real ones."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from spacy_rhetoric.cli import app
+from spacy_rhetoric.cli.generate import resolve_prompt_style
+from spacy_rhetoric.llm.prompts import render_rg_prompt
+from spacy_rhetoric.llm.tiny import build_tiny_chat_model
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """A tiny chat model and the same model with its chat template removed (a base LM)."""
+    root = tmp_path_factory.mktemp("tiny")
+    texts = [render_rg_prompt(d, "月光", ["上文。"]) + "月光像一层薄纱。月光在窗前跳舞。" for d in ("metaphor", "personification", "hyperbole")]
+    chat = build_tiny_chat_model(root / "chat", texts, max_chars=300, hidden_size=32, layers=2, heads=2)
+    base = root / "base"
+    base.mkdir()
+    for f in Path(chat).iterdir():
+        (base / f.name).write_bytes(f.read_bytes())
+    config = json.loads((base / "tokenizer_config.json").read_text(encoding="utf8"))
+    config.pop("chat_template", None)
+    (base / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf8")
+    for extra in base.glob("chat_template*"):
+        extra.unlink()
+    return Path(chat), base
+
+
+def test_auto_prompt_style(models):
+    chat, base = models
+    assert resolve_prompt_style("auto", str(chat)) == "instruction"
+    assert resolve_prompt_style("auto", str(base)) == "completion"
+    assert resolve_prompt_style("auto", None) == "instruction"
+    assert resolve_prompt_style("instruction", str(base)) == "instruction"
+
+
+def test_base_model_works_with_the_defaults(models):
+    _, base = models
+    result = runner.invoke(app, ["generate", "--rhetoric", "metaphor", "--object", "月光", "--model-path", str(base),
+                                 "--n", "2", "--max-new-tokens", "8", "--seed", "0"])
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 2
+
+
+def test_unusable_model_is_one_line_on_stderr(models, tmp_path):
+    _, base = models
+    missing = runner.invoke(app, ["generate", "--rhetoric", "metaphor", "--object", "月光", "--model-path", str(tmp_path / "none")])
+    assert missing.exit_code == 1 and len(missing.stderr.splitlines()) == 1
+    assert "R006" in missing.stderr and "Traceback" not in missing.stderr
+    forced = runner.invoke(app, ["generate", "--rhetoric", "metaphor", "--object", "月光", "--model-path", str(base),
+                                 "--prompt-style", "instruction", "--max-new-tokens", "4"])
+    assert forced.exit_code == 1 and len(forced.stderr.splitlines()) == 1 and "R005" in forced.stderr
