@@ -23,7 +23,8 @@ from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
-from thinc.api import Config, Model, Optimizer, set_dropout_rate
+from spacy.util import registry
+from thinc.api import Config, Model, Optimizer, get_current_ops, set_dropout_rate
 from thinc.types import Floats2d, Ragged
 
 from ..annotation import (
@@ -90,6 +91,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "positive_weights": {},
         "parallelism_key": "parallelism",
         "parallelism_kinds": ["in_paragraph", "cross_paragraph"],
+        "suggester": {"@misc": "spacy_rhetoric.sentence_suggester.v1"},
         "scorer": {"@scorers": "spacy_rhetoric.rhetoric_classification_scorer.v1"},
     },
     default_score_weights={
@@ -111,6 +113,7 @@ def make_rhetoric_textcat(
     positive_weights: Dict[str, float],
     parallelism_key: Optional[str],
     parallelism_kinds: List[str],
+    suggester: Callable[..., Ragged],
     scorer: Optional[Callable],
 ) -> "RhetoricTextCategorizer":
     """Factory of :class:`RhetoricTextCategorizer` (see its docstring)."""
@@ -125,6 +128,7 @@ def make_rhetoric_textcat(
         positive_weights=positive_weights,
         parallelism_key=parallelism_key,
         parallelism_kinds=parallelism_kinds,
+        suggester=suggester,
         scorer=scorer,
     )
 
@@ -167,7 +171,9 @@ def _without_edge_space(sent: Span) -> Tuple[int, int]:
 def sentence_indices(docs: Sequence[Doc], ops) -> Ragged:
     """Token offsets of every sentence that the classifier pools over:
     Ragged with data Ints2d (n_sentences, 2) of ``(start, end)`` (whitespace
-    at a sentence's edges left out) and lengths Ints1d (n_docs,)."""
+    at a sentence's edges left out) and lengths Ints1d (n_docs,). A
+    suggester in spaCy's sense (``Suggester.__call__(docs, *, ops)``),
+    registered as ``spacy_rhetoric.sentence_suggester.v1``."""
     rows: List[Tuple[int, int]] = []
     lengths = []
     for doc in docs:
@@ -176,6 +182,19 @@ def sentence_indices(docs: Sequence[Doc], ops) -> Ragged:
         lengths.append(len(sents))
     data = numpy.asarray(rows, dtype="i").reshape((-1, 2))
     return Ragged(ops.asarray2i(data), ops.asarray1i(numpy.asarray(lengths, dtype="i")))
+
+
+@registry.misc("spacy_rhetoric.sentence_suggester.v1")
+def build_sentence_suggester() -> Callable[..., Ragged]:
+    """The suggester of ``rhetoric_textcat``: every sentence of a doc
+    (:func:`sentence_indices`; compare spacy-experimental's
+    ``spacy-experimental.sentence_suggester.v1``)."""
+
+    def suggest(docs: Iterable[Doc], *, ops=None) -> Ragged:
+        docs = list(docs)
+        return sentence_indices(docs, ops if ops is not None else get_current_ops())
+
+    return suggest
 
 
 class RhetoricTextCategorizer(TrainablePipe):
@@ -236,6 +255,7 @@ class RhetoricTextCategorizer(TrainablePipe):
         positive_weights: Optional[Dict[str, float]] = None,
         parallelism_key: Optional[str] = "parallelism",
         parallelism_kinds: Sequence[str] = (IN_PARAGRAPH, CROSS_PARAGRAPH),
+        suggester: Optional[Callable[..., Ragged]] = None,
         scorer: Optional[Callable] = score_rhetoric_classification,
     ) -> None:
         """Raises ValueError for a threshold outside [0, 1], a positive weight
@@ -264,6 +284,8 @@ class RhetoricTextCategorizer(TrainablePipe):
         # a config setting (the linker rule), kept out of cfg like merge
         self.parallelism_key = parallelism_key
         self.parallelism_kinds = tuple(parallelism_kinds)
+        # which spans are classified: the sentences (a registered suggester)
+        self.suggester = suggester or build_sentence_suggester()
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "trained_labels": [],
@@ -296,10 +318,10 @@ class RhetoricTextCategorizer(TrainablePipe):
     # --- prediction -------------------------------------------------------
 
     def predict(self, docs: Iterable[Doc]) -> Tuple[Ragged, Floats2d]:
-        """Sentence offsets (Ragged, see :func:`sentence_indices`) and their
+        """Sentence offsets (Ragged, from the suggester) and their
         probabilities Floats2d (n_sentences, n_labels)."""
         docs = list(docs)
-        indices = sentence_indices(docs, self.model.ops)
+        indices = self.suggester(docs, ops=self.model.ops)
         if indices.lengths.sum() == 0:
             return indices, self.model.ops.alloc2f(0, len(self.labels))
         return indices, self.model.predict((docs, indices))
