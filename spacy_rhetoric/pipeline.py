@@ -448,7 +448,7 @@ def add_component(
         nlp.remove_pipe(name)
     nlp.add_pipe(name, source=src, before=before)
     shutil.rmtree(target / name, ignore_errors=True)
-    nlp.get_pipe(name).to_disk(target / name)
+    nlp.get_pipe(name).to_disk(target / name, exclude=["vocab"])
     nlp.config.to_disk(target / "config.cfg")
     meta = srsly.read_json(target / "meta.json")
     meta["pipeline"], meta["components"] = list(nlp.pipe_names), list(nlp.component_names)
@@ -457,3 +457,17 @@ def add_component(
     sources.extend(CORPORA[c] for c in corpora if CORPORA[c] not in sources)
     srsly.write_json(target / "meta.json", meta)
     return spacy.load(target)
+
+
+def write_component(source: Union[str, Path], output: Union[str, Path], nlp: Language, name: str) -> None:
+    """Write pipeline folder ``output`` as the folder ``source`` with only
+    the component ``name`` of ``nlp`` (loaded from ``source``) re-saved:
+    every other file is copied byte for byte (``nlp.to_disk`` would re-save,
+    e.g., fp16 transformer weights as fp32). ``output`` may be ``source``."""
+    import shutil
+
+    source, output = Path(source), Path(output)
+    if source.resolve() != output.resolve():
+        shutil.copytree(source, output, dirs_exist_ok=True)
+    shutil.rmtree(output / name, ignore_errors=True)
+    nlp.get_pipe(name).to_disk(output / name, exclude=["vocab"])

@@ -123,13 +123,14 @@ def tune_thresholds_raw_cmd(
     from wasabi import msg
 
     from ..evaluation.raw_path import read_gold, tune_thresholds_raw
-    from ..pipeline import load_pipeline
+    from ..pipeline import load_pipeline, write_component
 
     nlp = load_pipeline(model)
     devs = [read_gold(c, shared, annotations, "dev") for c in corpus]
     for label, r in tune_thresholds_raw(nlp, devs, min_support=min_support, tolerance=tolerance).items():
         msg.info(f"coarse/{label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev units)")
-    nlp.to_disk(output)
+    # only the classifier's settings change: every other file stays as it is
+    write_component(model, output, nlp, "rhetoric_textcat")
     msg.good(f"wrote {output}")
 
 
