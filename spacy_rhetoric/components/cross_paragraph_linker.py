@@ -94,10 +94,13 @@ def link_groups(n: int, pairs: Sequence[Tuple[int, int]], probs: numpy.ndarray, 
     pairs: ``(i, j)`` with ``i < j``; probs: Floats1d (n_pairs,).
     """
     prob: Dict[Tuple[int, int], float] = dict(zip(map(tuple, pairs), probs.tolist()))
+    earlier_of: Dict[int, List[Tuple[int, float]]] = {}
+    for (i, j), p in prob.items():
+        earlier_of.setdefault(j, []).append((i, p))
     group_of: Dict[int, int] = {}
     groups: List[List[int]] = []
     for j in range(n):
-        earlier = [(i, p) for (i, jj), p in prob.items() if jj == j]
+        earlier = earlier_of.get(j, [])
         best_group, best_mean = None, threshold
         for g, members in enumerate(groups):
             near = [prob[(i, j)] for i in members if (i, j) in prob]

@@ -53,6 +53,7 @@ one sentence): the upper bound the earlier figures measured.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import time
 from collections import Counter, defaultdict
@@ -215,8 +216,9 @@ def read_pse_i_cerd(annotations: Path, pse_dir: Path, essays: Optional[Set[str]]
     for essay, paras in _pse_essays(Path(pse_dir), None, set(by_essay)):
         text, offsets = _essay_layout(paras)
         words, groups = _pse_parallelism_gold(paras, offsets)
-        sents = {(i, j): (offsets[i] + s, offsets[i] + e, len(_paragraph_sents(d)))
-                 for i, d in enumerate(paras) for j, (s, e) in enumerate(_paragraph_sents(d) if len(d) else [])}
+        para_sents = [_paragraph_sents(d) if len(d) else [] for d in paras]
+        sents = {(i, j): (offsets[i] + s, offsets[i] + e, len(ps))
+                 for i, ps in enumerate(para_sents) for j, (s, e) in enumerate(ps)}
         units, components = [], []
         for line, rec in by_essay[essay]:
             key = (int(rec["para"]), int(rec["sent"]))
@@ -397,8 +399,6 @@ def assign_sentences(units: Sequence[GoldUnit], sentences: Sequence[Dict[str, An
     (the earlier on a tie; none when it overlaps no unit)."""
     given: List[List[Dict[str, Any]]] = [[] for _ in units]
     starts = [u.start for u in units]
-    import bisect
-
     for sent in sentences:
         span = (sent["start"], sent["end"])
         lo = max(0, bisect.bisect_right(starts, span[0]) - 1)
@@ -537,8 +537,6 @@ def score_components(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]])
 def branch_to_words(branch: Char, words: Sequence[Char], starts: Sequence[int]) -> Optional[Char]:
     """Gold word offsets ``(first, last + 1)`` of the words a character span
     overlaps by at least one character; None when it overlaps none."""
-    import bisect
-
     first = max(0, bisect.bisect_right(starts, branch[0]) - 1)
     hit = [k for k in range(first, len(words)) if words[k][0] < branch[1] and _overlap(branch, words[k]) > 0]
     return (hit[0], hit[-1] + 1) if hit else None
