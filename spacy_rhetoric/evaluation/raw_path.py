@@ -128,15 +128,18 @@ def _is_heading(text: str, alone: bool) -> bool:
     return alone and bool(text) and text[-1] not in SENTENCE_END and not any(c in SENTENCE_END for c in text)
 
 
+def _split_stem(split: str) -> str:
+    """The converter's split stem (train / dev = validation / optimization / test)."""
+    return {"validation": "dev", "training": "train"}.get(split, split)
+
+
 def _pse_essays(pse_dir: Path, split: Optional[str], essays: Optional[Set[str]] = None):
     """``(essay id, paragraph docs)`` of a PSE-I split (or of ``essays``)."""
     from ..analysis_io import _blank_vocab
     from ..corpora.pse_i import read_essay, read_splits
 
     if essays is None:
-        # the converter's stems: train / dev (= validation) / optimization / test
-        stem = {"validation": "dev", "training": "train"}.get(split, split)
-        files = read_splits(pse_dir)[stem]
+        files = read_splits(pse_dir)[_split_stem(split)]
         essays = {Path(f).stem for f in files}
     for essay in sorted(essays, key=lambda e: (len(e), e)):
         yield essay, read_essay(pse_dir / "xml" / f"{essay}.xml", _blank_vocab())
@@ -292,8 +295,7 @@ def read_pse_original(pse_original_dir: Path, pse_dir: Path, split: str = "test"
     from ..corpora.pse_i import read_splits
     from ..corpora.pse_original import DUBIOUS, split_essays
 
-    stem = {"validation": "dev", "training": "train"}.get(split, split)
-    files = [f for f in read_splits(Path(pse_dir))[stem] if f not in DUBIOUS]
+    files = [f for f in read_splits(Path(pse_dir))[_split_stem(split)] if f not in DUBIOUS]
     out = []
     for essay in split_essays(Path(pse_original_dir), files):
         offsets = essay.sentence_offsets()
@@ -538,7 +540,12 @@ def branch_to_words(branch: Char, words: Sequence[Char], starts: Sequence[int]) 
     """Gold word offsets ``(first, last + 1)`` of the words a character span
     overlaps by at least one character; None when it overlaps none."""
     first = max(0, bisect.bisect_right(starts, branch[0]) - 1)
-    hit = [k for k in range(first, len(words)) if words[k][0] < branch[1] and _overlap(branch, words[k]) > 0]
+    hit = []
+    for k in range(first, len(words)):
+        if words[k][0] >= branch[1]:
+            break
+        if _overlap(branch, words[k]) > 0:
+            hit.append(k)
     return (hit[0], hit[-1] + 1) if hit else None
 
 
