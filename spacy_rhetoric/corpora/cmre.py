@@ -1,0 +1,216 @@
+"""Chinese Metaphorical Relation Extraction (CMRE; Chen et al. 2023, EMNLP
+Findings) -> Docs in the CERD taxonomy, with partial labels.
+
+Format (``../shared/data/README.md``, row ``cmre/``): JSON lines, one
+sentence each: ``sentences`` (one list of characters, BERT word pieces:
+``[CLS]`` first, ``[SEP]`` last, ``##`` continuations, ``[UNK]``),
+``clusters`` (relations: pairs of token index ranges ``[start, end]``,
+inclusive, ``[CLS]`` counting as 0), ``spans_type`` (``[[start, end], type]``
+with type 本体 tenor, 喻体 vehicle, 喻体动作 source action, 喻体属性 source
+attribute, 喻体部件 source part) and ``label`` (``"1"`` metaphorical /
+``"0"``).
+
+CMRE follows linguistic metaphor identification, which is broader than
+CERD's device (DESIGN §3.1): its metaphors include conventional verb
+metaphors (冻结存款, 捍卫权利), which CERD calls literal, and what CERD
+calls personification (太阳笑了: 本体 + 喻体动作). The mapping
+(:func:`mapping_of`) therefore takes only what CMRE states in CERD's terms:
+
+- ``"1"`` with at least one 本体–喻体 relation -> coarse ``metaphor``
+  (positive); the 本体 of such a relation is a ``tenor``, the 喻体 a
+  ``vehicle``. Annotated: coarse metaphor, components tenor and vehicle.
+  Form, content, personification, hyperbole, parallelism and the comparator
+  (CMRE does not mark 像) stay unknown.
+- ``"1"`` with only 喻体动作 / 喻体属性 / 喻体部件 relations -> nothing
+  known in CERD's terms: CMRE does not separate CERD personification, CERD
+  action metaphor and conventional (literal) verb metaphor, and guessing
+  which by a word list would make labels a script chose. These sentences are
+  left out (counted as ``relation_only``).
+- ``"0"`` -> coarse metaphor and personification negative (CMRE's metaphor
+  includes both), no tenor, vehicle or comparator; hyperbole and
+  parallelism stay unknown.
+- A ``"0"`` with relations or a ``"1"`` without any is inconsistent and left
+  out (counted, with its line).
+
+Text: the word pieces joined (``##`` dropped); ``[UNK]`` becomes U+25A1 □
+so that offsets stay one token = its characters. The Docs have one sentence
+each and words from the given ``nlp``'s tokenizer; a span that does not fall
+on word boundaries is widened to the words that hold it.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+
+from ..annotation import ANNOTATED_KEY, COMPONENTS_KEY, LEVEL_SPAN_KEYS
+from ..errors import CorpusFormatError
+from .docbin import mark_single_sentence, write_docbin
+
+#: Split name -> file name in ``../shared/data/cmre`` (no test split here).
+SPLIT_FILES = {"train": "train.jsonlines", "dev": "dev.jsonlines"}
+TENOR, VEHICLE = "本体", "喻体"
+RELATION_TYPES = (TENOR, VEHICLE, "喻体动作", "喻体属性", "喻体部件")
+UNK = "\u25a1"
+METAPHOR_ANNOTATED = {"coarse": ["metaphor"], "form": [], "content": [], "components": ["tenor", "vehicle"]}
+LITERAL_ANNOTATED = {"coarse": ["metaphor", "personification"], "form": [], "content": [],
+                     "components": ["tenor", "vehicle", "comparator"]}
+
+
+@dataclass(frozen=True)
+class CmreSentence:
+    """One line: ``line`` 1-based, ``text``, ``label`` 0/1, ``relations``
+    as ``((type, start, end), (type, start, end))`` in characters of
+    ``text`` (end exclusive)."""
+
+    line: int
+    text: str
+    label: int
+    relations: Tuple[Tuple[Tuple[str, int, int], Tuple[str, int, int]], ...]
+
+
+def _char_offsets(pieces: List[str]) -> Tuple[str, List[Tuple[int, int]]]:
+    """Text and per-token character offsets of a word-piece list (with
+    ``[CLS]``/``[SEP]``, which get empty offsets)."""
+    text, offsets = "", []
+    for piece in pieces:
+        if piece in ("[CLS]", "[SEP]"):
+            offsets.append((len(text), len(text)))
+            continue
+        piece = UNK if piece == "[UNK]" else piece[2:] if piece.startswith("##") and len(piece) > 2 else piece
+        offsets.append((len(text), len(text) + len(piece)))
+        text += piece
+    return text, offsets
+
+
+def _parse(path: Path, line: int, raw: object) -> CmreSentence:
+    def bad(msg: str) -> CorpusFormatError:
+        return CorpusFormatError(path, msg, line=line)
+
+    if not isinstance(raw, dict):
+        raise bad("a record must be a JSON object")
+    sents, clusters, types = raw.get("sentences"), raw.get("clusters"), raw.get("spans_type")
+    if not (isinstance(sents, list) and len(sents) == 1 and isinstance(sents[0], list)
+            and all(isinstance(t, str) for t in sents[0])):
+        raise bad("'sentences' must be one list of strings")
+    if raw.get("label") not in ("0", "1"):
+        raise bad(f"'label' must be \"0\" or \"1\", not {raw.get('label')!r}")
+    if not isinstance(clusters, list) or not isinstance(types, list):
+        raise bad("'clusters' and 'spans_type' must be lists")
+    text, offsets = _char_offsets(sents[0])
+    type_of: Dict[Tuple[int, int], str] = {}
+    for item in types:
+        try:
+            (a, b), kind = item
+        except (TypeError, ValueError):
+            raise bad(f"'spans_type' item {item!r} is not [[start, end], type]") from None
+        if kind not in RELATION_TYPES:
+            raise bad(f"unknown span type {kind!r}")
+        type_of[(a, b)] = kind
+
+    def span(rng: object) -> Tuple[str, int, int]:
+        if not (isinstance(rng, list) and len(rng) == 2 and all(isinstance(i, int) for i in rng)
+                and 0 < rng[0] <= rng[1] < len(offsets)):
+            raise bad(f"token range {rng!r} outside the sentence")
+        if tuple(rng) not in type_of:
+            raise bad(f"token range {rng!r} has no type in 'spans_type'")
+        return type_of[tuple(rng)], offsets[rng[0]][0], offsets[rng[1]][1]
+
+    relations = []
+    for pair in clusters:
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise bad(f"a cluster must be a pair of token ranges, not {pair!r}")
+        relations.append((span(pair[0]), span(pair[1])))
+    return CmreSentence(line, text, int(raw["label"]), tuple(relations))
+
+
+def read_cmre(path: Path) -> Iterator[CmreSentence]:
+    """The sentences of one CMRE file. Raises CorpusFormatError naming the
+    file and the 1-based line of a malformed record."""
+    path = Path(path)
+    with path.open(encoding="utf8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise CorpusFormatError(path, f"not JSON: {err.msg}", line=line_no) from None
+            yield _parse(path, line_no, raw)
+
+
+def mapping_of(sent: CmreSentence) -> Optional[str]:
+    """``"metaphor"``, ``"literal"``, ``"relation_only"`` or
+    ``"inconsistent"`` (see the module docstring)."""
+    if sent.label == 0:
+        return "literal" if not sent.relations else "inconsistent"
+    if not sent.relations:
+        return "inconsistent"
+    return "metaphor" if any(VEHICLE in (a[0], b[0]) for a, b in sent.relations) else "relation_only"
+
+
+def tenor_vehicle_spans(sent: CmreSentence) -> List[Tuple[str, int, int]]:
+    """``(label, start, end)`` of the tenors and vehicles of the 本体–喻体
+    relations, deduplicated, in order."""
+    out = []
+    for pair in sent.relations:
+        kinds = {a[0] for a in pair}
+        if kinds != {TENOR, VEHICLE}:
+            continue
+        for kind, start, end in pair:
+            item = ("tenor" if kind == TENOR else "vehicle", start, end)
+            if item not in out:
+                out.append(item)
+    return sorted(out, key=lambda x: (x[1], x[2], x[0]))
+
+
+def sentence_to_doc(nlp: Language, sent: CmreSentence, mapping: str) -> Doc:
+    """One single-sentence Doc for a ``metaphor`` or ``literal`` sentence
+    (module docstring): sentence span in ``doc.spans["rhetoric"]``, tenor and
+    vehicle in ``doc.spans["rhetoric_components"]``, the annotated labels in
+    ``doc.user_data``."""
+    doc = mark_single_sentence(nlp.make_doc(sent.text))
+    doc.user_data.update({"corpus": "cmre", "line": sent.line, "cmre_label": sent.label})
+    if mapping == "metaphor":
+        doc.spans[LEVEL_SPAN_KEYS["coarse"]] = [Span(doc, 0, len(doc), label="metaphor")]
+        comps = [doc.char_span(s, e, label=lab, alignment_mode="expand") for lab, s, e in tenor_vehicle_spans(sent)]
+        # two relations can share a tenor; after widening, keep one span per (label, words)
+        doc.spans[COMPONENTS_KEY] = list({(c.label_, c.start, c.end): c for c in comps if c is not None}.values())
+        doc.user_data[ANNOTATED_KEY] = {k: list(v) for k, v in METAPHOR_ANNOTATED.items()}
+    else:
+        doc.user_data[ANNOTATED_KEY] = {k: list(v) for k, v in LITERAL_ANNOTATED.items()}
+    return doc
+
+
+def convert_cmre(cmre_dir: Path, output_dir: Path, nlp: Language) -> Dict[str, Dict[str, object]]:
+    """``cmre_dir/{train,dev}.jsonlines`` -> ``output_dir/{train,dev}.spacy``.
+
+    Returns per split the count of each mapping, the tenor and vehicle spans
+    written and the lines of inconsistent records. Raises FileNotFoundError
+    for a missing file and CorpusFormatError for a malformed one.
+    """
+    out: Dict[str, Dict[str, object]] = {}
+    for split, name in SPLIT_FILES.items():
+        path = Path(cmre_dir) / name
+        if not path.is_file():
+            raise FileNotFoundError(f"CMRE file not found: {path}")
+        counts: Counter = Counter()
+        inconsistent: List[int] = []
+        docs = []
+        for sent in read_cmre(path):
+            mapping = mapping_of(sent)
+            counts[mapping] += 1
+            if mapping == "inconsistent":
+                inconsistent.append(sent.line)
+            if mapping in ("metaphor", "literal"):
+                doc = sentence_to_doc(nlp, sent, mapping)
+                counts.update(f"component/{s.label_}" for s in doc.spans.get(COMPONENTS_KEY, []))
+                docs.append(doc)
+        counts["docs"] = write_docbin(docs, Path(output_dir) / f"{split}.spacy")
+        out[split] = {**dict(sorted(counts.items())), "inconsistent_lines": inconsistent}
+    return out
