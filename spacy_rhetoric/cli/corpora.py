@@ -149,6 +149,35 @@ def convert_cmc_cmd(
     msg.good(f"{result['lines']} lines read, {len(result['skipped'])} skipped; split line numbers in {output_dir / 'split.json'}")
 
 
+@convert_app.command("cmre")
+def convert_cmre_cmd(
+    cmre_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.jsonlines and dev.jsonlines"),
+    output_dir: Path = typer.Argument(..., help="Writes train.spacy and dev.spacy here"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
+) -> None:
+    """CMRE (metaphorical relations) -> one Doc per sentence with partial CERD
+    labels: 本体–喻体 sentences are metaphors with tenor and vehicle, label 0
+    is neither metaphor nor personification, relation-only (verb / attribute /
+    part) sentences are left out (spacy_rhetoric/corpora/cmre.py)."""
+    from wasabi import msg
+
+    from ..corpora.cmc import default_pkuseg_model
+    from ..corpora.cmre import convert_cmre
+    from ..errors import CorpusFormatError
+    from ..tokenizer import make_nlp
+
+    try:
+        stats = convert_cmre(cmre_dir, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()))
+    except (CorpusFormatError, FileNotFoundError) as err:
+        msg.fail(str(err), exits=1)
+    for split, row in stats.items():
+        lines = row.pop("inconsistent_lines")
+        if lines:
+            msg.warn(f"{split}: {len(lines)} inconsistent records left out (lines {', '.join(map(str, lines))})")
+    keys = sorted({k for row in stats.values() for k in row})
+    _print_table(f"CMRE -> {output_dir}", {split: {k: row.get(k, 0) for k in keys} for split, row in stats.items()})
+
+
 @app.command("build-kb")
 def build_kb_cmd(
     output: Path = typer.Argument(..., help="KB JSON file to write"),

@@ -183,7 +183,7 @@ def evaluate_cmc_cmd(
 @app.command("evaluate-raw")
 def evaluate_raw_cmd(
     model: str = typer.Argument(..., help="Pipeline folder or installed package name"),
-    corpus: List[str] = typer.Option(["pse-i-cerd", "pse-i", "simile", "cmc", "pse-original"], "--corpus", "-c", help="pse-i-cerd, pse-i, simile, cmc or pse-original (repeatable)"),
+    corpus: List[str] = typer.Option(["pse-i-cerd", "pse-i", "simile", "cmc", "pse-original", "cmre"], "--corpus", "-c", help="pse-i-cerd, pse-i, simile, cmc, pse-original or cmre (its dev split, held out) (repeatable)"),
     shared: Path = typer.Option(Path("../shared/data"), "--shared", help="Folder with pse-i/, simile/, cmc/"),
     annotations: Path = typer.Option(Path("annotations/pse-i-cerd"), "--annotations", help="Folder with the team annotation (train.jsonl, test.jsonl)"),
     split: str = typer.Option("test", "--split", help="test, dev (model selection) or optimization (PSE-I)"),
@@ -208,7 +208,7 @@ def evaluate_raw_cmd(
     for name, entry in r["corpora"].items():
         header = ("score", "P", "R", "F1", "gold units F1" if gold_units else "")
         msg.table(headline_rows(entry), header=header, divider=True,
-                  title=f"{r['name']} {r['version']} on {name} {split} as raw text: {entry['raw']['n_texts']} texts, {entry['seconds']} s")
+                  title=f"{r['name']} {r['version']} on {name} {entry.get('split', split)} as raw text: {entry['raw']['n_texts']} texts, {entry['seconds']} s")
         msg.info("consistency: " + ", ".join(f"{k} {v}" for k, v in entry["raw"]["consistency"].items()))
         only = entry["raw"].get("cross_paragraph_only_units")
         if only:

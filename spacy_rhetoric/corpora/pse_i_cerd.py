@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
@@ -37,7 +37,6 @@ from .docbin import ANNOTATED_KEY, write_docbin
 from .jsonio import iter_jsonl_objects
 from .pse_i import read_essay
 
-SPLITS = ("train", "test")
 ANNOTATED = {**{level: list(tx.LEVEL_LABELS[level]) for level in tx.LEVELS}, "components": list(tx.COMPONENT_LABELS)}
 _FINE = {"form": tx.FORM, "content": tx.CONTENT}
 
@@ -142,37 +141,47 @@ def read_annotated(records_path: Path, pse_dir: Path, vocab: Vocab, stats: Count
     return docs
 
 
-#: Every DEV_EVERY-th essay of ``train.jsonl`` (in file order, starting at
-#: DEV_OFFSET) is held out as the dev split used for model selection.
+#: Without a ``dev.jsonl``, every DEV_EVERY-th essay of ``train.jsonl`` (in
+#: file order, starting at DEV_OFFSET) is held out as the dev split.
 DEV_EVERY, DEV_OFFSET = 9, 4
 
 
-def convert_pse_i_cerd(annotations_dir: Path, pse_dir: Path, output_dir: Path, vocab: Vocab) -> Dict[str, Dict[str, int]]:
-    """``annotations_dir/{train,test}.jsonl`` -> ``output_dir/{train,dev,test}.spacy``.
+def split_essays(annotations_dir: Path) -> Dict[str, Tuple[Path, Optional[Set[str]]]]:
+    """Where each split's records are: ``{split: (jsonl path, essays or None
+    for all of them)}`` for ``train``, ``dev`` and ``test``.
 
-    ``dev`` holds every ``DEV_EVERY``-th essay of ``train.jsonl`` (12 of the
-    108), ``train`` the others. Returns the counts per split (essays,
-    sentences, labels per level, components per type, widened components).
-    Raises CorpusFormatError.
+    ``dev.jsonl`` (the PSE-I validation and optimization essays) is the dev
+    split when it exists, and then all of ``train.jsonl`` trains; before it
+    existed, dev was every ``DEV_EVERY``-th essay of ``train.jsonl``.
+    """
+    annotations_dir = Path(annotations_dir)
+    train, dev = annotations_dir / "train.jsonl", annotations_dir / "dev.jsonl"
+    out: Dict[str, Tuple[Path, Optional[Set[str]]]] = {"test": (annotations_dir / "test.jsonl", None)}
+    if dev.is_file():
+        out.update(train=(train, None), dev=(dev, None))
+        return out
+    essays = list(dict.fromkeys(str(rec["essay"]) for _, rec in read_records(train)))
+    held = {e for i, e in enumerate(essays) if i % DEV_EVERY == DEV_OFFSET}
+    out.update(train=(train, set(essays) - held), dev=(train, held))
+    return out
+
+
+def convert_pse_i_cerd(annotations_dir: Path, pse_dir: Path, output_dir: Path, vocab: Vocab) -> Dict[str, Dict[str, int]]:
+    """``annotations_dir/{train,dev,test}.jsonl`` -> ``output_dir/{train,dev,test}.spacy``
+    (splits by :func:`split_essays`). Returns the counts per split (essays,
+    sentences, labels per level, components per type). Raises
+    CorpusFormatError.
     """
     out: Dict[str, Dict[str, int]] = {}
-    for split in SPLITS:
-        path = Path(annotations_dir) / f"{split}.jsonl"
+    for split, (path, essays) in split_essays(annotations_dir).items():
         if not path.is_file():
             raise CorpusFormatError(path, "annotation file not found")
-        stats: Counter = Counter()
-        docs = read_annotated(path, pse_dir, vocab, stats)
-        if split == "train":
-            essays = list(dict.fromkeys(d.user_data["essay_id"] for d in docs))
-            held = {e for i, e in enumerate(essays) if i % DEV_EVERY == DEV_OFFSET}
-            parts = {"train": [d for d in docs if d.user_data["essay_id"] not in held],
-                     "dev": [d for d in docs if d.user_data["essay_id"] in held]}
-        else:
-            parts = {split: docs}
-        for name, part in parts.items():
-            counts = Counter(stats) if len(parts) == 1 else _doc_counts(part)
-            counts["docs"] = write_docbin(part, Path(output_dir) / f"{name}.spacy")
-            out[name] = dict(sorted(counts.items()))
+        docs = read_annotated(path, pse_dir, vocab, Counter())
+        if essays is not None:
+            docs = [d for d in docs if d.user_data["essay_id"] in essays]
+        counts = _doc_counts(docs)
+        counts["docs"] = write_docbin(docs, Path(output_dir) / f"{split}.spacy")
+        out[split] = dict(sorted(counts.items()))
     return out
 
 

@@ -74,7 +74,7 @@ from ..spangroups import CROSS_PARAGRAPH, IN_PARAGRAPH
 #: and alone in its paragraph is a title.
 SENTENCE_END = set("。．.？?！!；;…")
 #: The corpora :func:`read_gold` knows.
-CORPORA = ("pse-i-cerd", "pse-i", "simile", "cmc", "pse-original")
+CORPORA = ("pse-i-cerd", "pse-i", "simile", "cmc", "pse-original", "cmre")
 #: The one label CMC annotates (metaphor or personification).
 FIGURATIVE = "figurative"
 
@@ -278,16 +278,6 @@ def read_cmc_gold(cmc_path: Path, split: str = "test", seed: int = 0) -> List[Go
     return out
 
 
-def cerd_dev_essays(train_jsonl: Path, dev: bool = True) -> Set[str]:
-    """The essays of ``train.jsonl`` that the converter holds out as ``dev``
-    (every ``DEV_EVERY``-th, :func:`~spacy_rhetoric.corpora.pse_i_cerd.
-    convert_pse_i_cerd`), or with ``dev=False`` the others."""
-    from ..corpora.pse_i_cerd import DEV_EVERY, DEV_OFFSET, read_records
-
-    essays = list(dict.fromkeys(str(rec["essay"]) for _, rec in read_records(train_jsonl)))
-    return {e for i, e in enumerate(essays) if (i % DEV_EVERY == DEV_OFFSET) == dev}
-
-
 def read_pse_original(pse_original_dir: Path, pse_dir: Path, split: str = "test") -> List[GoldDoc]:
     """Essays of the original PSE annotation (their own text, paragraphs
     joined by ``"\n"``): sentence units and the cross-paragraph
@@ -310,18 +300,39 @@ def read_pse_original(pse_original_dir: Path, pse_dir: Path, split: str = "test"
     return out
 
 
+def read_cmre_gold(cmre_dir: Path) -> List[GoldDoc]:
+    """CMRE dev sentences that map onto CERD (:mod:`spacy_rhetoric.corpora.cmre`):
+    metaphor (本体–喻体 relations, with their tenors and vehicles) or literal
+    (label 0); relation-only sentences are not scored. CMRE has no test
+    split here, and its dev split is used for nothing else (no model
+    selection, no threshold), so it is held out."""
+    from ..corpora.cmre import SPLIT_FILES, mapping_of, read_cmre, tenor_vehicle_spans
+
+    path = Path(cmre_dir) / SPLIT_FILES["dev"]
+    out = []
+    for sent in read_cmre(path):
+        mapping = mapping_of(sent)
+        if mapping not in ("metaphor", "literal"):
+            continue
+        labels = {"coarse": {"metaphor"} if mapping == "metaphor" else {LITERAL}}
+        out.append(GoldDoc(f"{path.name}:{sent.line}", sent.text, [GoldUnit(0, len(sent.text), labels)],
+                           {"coarse": frozenset({"metaphor"})}, tenor_vehicle_spans(sent), frozenset({"tenor", "vehicle"})))
+    return out
+
+
 def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test") -> List[GoldDoc]:
     """Gold of one of :data:`CORPORA` from ``shared`` (``../shared/data``) and
     ``annotations`` (``annotations/pse-i-cerd``). Splits: ``test``; ``dev``
-    (PSE-I CERD: the 12 essays of ``train.jsonl`` held out for model
-    selection; PSE-I: validation; simile: Dev; CMC: dev); ``optimization``
-    (PSE-I). Raises ValueError for an unknown corpus."""
+    (PSE-I CERD: the dev split of :func:`~spacy_rhetoric.corpora.pse_i_cerd.
+    split_essays`; PSE-I: validation; simile: Dev; CMC: dev); ``optimization``
+    (PSE-I). CMRE: its dev split whatever ``split`` says (it has no test).
+    Raises ValueError for an unknown corpus."""
     shared = Path(shared)
-    if corpus == "pse-i-cerd" and split in ("train", "dev"):
-        return read_pse_i_cerd(Path(annotations) / "train.jsonl", shared / "pse-i",
-                               cerd_dev_essays(Path(annotations) / "train.jsonl", dev=split == "dev"))
     if corpus == "pse-i-cerd":
-        return read_pse_i_cerd(Path(annotations) / f"{split}.jsonl", shared / "pse-i")
+        from ..corpora.pse_i_cerd import split_essays
+
+        path, essays = split_essays(Path(annotations))[split]
+        return read_pse_i_cerd(path, shared / "pse-i", essays)
     if corpus == "pse-i":
         return read_pse_i(shared / "pse-i", split)
     if corpus == "simile":
@@ -330,6 +341,8 @@ def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test")
         return read_cmc_gold(shared / "cmc" / "train.tsv", split)
     if corpus == "pse-original":
         return read_pse_original(shared / "pse-original", shared / "pse-i", split)
+    if corpus == "cmre":
+        return read_cmre_gold(shared / "cmre")
     raise ValueError(f"unknown corpus {corpus!r}; expected one of {', '.join(CORPORA)}")
 
 
@@ -692,6 +705,7 @@ def evaluate_raw(
         t0 = time.perf_counter()
         entry = {"raw": score_records(gold, predict_raw(nlp, gold, batch_size))}
         entry["seconds"] = round(time.perf_counter() - t0, 1)
+        entry["split"] = "dev" if corpus == "cmre" else split
         if gold_units:
             entry["gold_units"] = score_records(gold, predict_gold_units(nlp, gold, batch_size))
         result["corpora"][corpus] = entry
