@@ -1,7 +1,7 @@
 """A small CERD-format fixture written by the project itself (CERD is only
 available from its authors). Layouts: ``spacy_rhetoric/corpora/cerd.py``.
 
-Used by the tests and by ``spacy project run cerd-demo``:
+Used by the tests and by hand (docs/training.md):
 ``python tests/cerd_fixture.py OUT_DIR`` writes rc/fc/cc/ce JSON files there.
 """
 from __future__ import annotations

@@ -24,8 +24,10 @@ TINY = {
 
 
 def tiny_pipeline(config: str = "rhetoric_cpu.cfg", **overrides) -> Language:
-    """A pipeline from ``configs/<config>`` with a tiny tok2vec."""
-    cfg = spacy.util.load_config(ROOT / "configs" / config, overrides={**TINY, **overrides}, interpolate=False)
+    """A pipeline from ``configs/experiments/<config>`` (or ``configs/<config>``)
+    with a tiny tok2vec."""
+    path = ROOT / "configs" / "experiments" / config
+    cfg = spacy.util.load_config(path if path.is_file() else ROOT / "configs" / config, overrides={**TINY, **overrides}, interpolate=False)
     return spacy.util.load_model_from_config(cfg, auto_fill=True, validate=True)
 
 

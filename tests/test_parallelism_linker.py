@@ -145,7 +145,7 @@ def test_unknown_scheme_is_an_error():
 
 
 def test_cpu_config_trains_with_spacy_train(train_docs, tmp_path):
-    """configs/parallelism_cpu.cfg, its reader and scorer through `spacy train` (3 steps)."""
+    """configs/experiments/parallelism_cpu.cfg, its reader and scorer through `spacy train` (3 steps)."""
     from spacy.cli.train import train
 
     path = tmp_path / "tiny.spacy"
@@ -158,7 +158,7 @@ def test_cpu_config_trains_with_spacy_train(train_docs, tmp_path):
         "components.tok2vec.model.encode.width": 32,
         "components.tok2vec.model.embed.rows": [500, 200, 200],
     }
-    train(ROOT / "configs" / "parallelism_cpu.cfg", tmp_path / "out", overrides=overrides)
+    train(ROOT / "configs" / "experiments" / "parallelism_cpu.cfg", tmp_path / "out", overrides=overrides)
     nlp = spacy.load(tmp_path / "out" / "model-last")
     assert nlp.pipe_names == ["tok2vec", "parallelism_linker"]
     assert nlp.get_pipe("parallelism_linker").cfg["tagset"] == "BIOMJ"
@@ -179,7 +179,7 @@ def _tiny_bert(path: Path, docs) -> None:
 
 
 def test_trf_config_wiring_with_a_tiny_local_bert(train_docs, tmp_path):
-    """configs/parallelism_trf.cfg with a tiny random BERT: a few training steps on CPU."""
+    """configs/experiments/parallelism_trf.cfg with a tiny random BERT: a few training steps on CPU."""
     from spacy.cli.train import train
 
     bert = tmp_path / "tiny-bert"
@@ -197,7 +197,7 @@ def test_trf_config_wiring_with_a_tiny_local_bert(train_docs, tmp_path):
         "components.transformer.model.get_spans.stride": 24,
         "components.parallelism_linker.model.hidden_width": 16,
     }
-    train(ROOT / "configs" / "parallelism_trf.cfg", tmp_path / "out", overrides=overrides)
+    train(ROOT / "configs" / "experiments" / "parallelism_trf.cfg", tmp_path / "out", overrides=overrides)
     nlp = spacy.load(tmp_path / "out" / "model-last")
     assert nlp.pipe_names == ["transformer", "parallelism_linker"]
     doc = nlp(Doc(nlp.vocab, words=[t.text for t in train_docs[0]]))

@@ -143,14 +143,14 @@ def test_evaluate_and_benchmark(trained, tmp_path, simile_dir):
 
 
 def test_transformer_config_with_tiny_bert(tmp_path, refs):
-    """configs/rhetoric_trf.cfg wired to a tiny random local BERT trains a
+    """configs/experiments/rhetoric_trf.cfg wired to a tiny random local BERT trains a
     few steps on CPU and predicts."""
     pytest.importorskip("spacy_transformers")
     from tiny_models import tiny_encoder
 
     bert = tiny_encoder(tmp_path / "bert")
     cfg = spacy.util.load_config(
-        ROOT / "configs" / "rhetoric_trf.cfg",
+        ROOT / "configs" / "experiments" / "rhetoric_trf.cfg",
         overrides={
             "paths.transformer": str(bert),
             "system.gpu_allocator": None,
@@ -168,7 +168,7 @@ def test_transformer_config_with_tiny_bert(tmp_path, refs):
 
 
 def test_multi_corpus_config(tmp_path, simile_dir, pse_dir):
-    """configs/rhetoric_multi_cpu.cfg reads the simile corpus and PSE-I
+    """configs/experiments/rhetoric_multi_cpu.cfg reads the simile corpus and PSE-I
     together; each corpus trains only the labels it annotates."""
     from spacy.tokens import DocBin
 
@@ -189,11 +189,11 @@ def test_multi_corpus_config(tmp_path, simile_dir, pse_dir):
 
 
 def test_bilstm_config_trains(refs):
-    """configs/rhetoric_bilstm_cpu.cfg (CNN + BiLSTM tok2vec) trains and predicts."""
+    """configs/experiments/rhetoric_bilstm_cpu.cfg (CNN + BiLSTM tok2vec) trains and predicts."""
     import spacy as _spacy
 
     cfg = _spacy.util.load_config(
-        ROOT / "configs" / "rhetoric_bilstm_cpu.cfg",
+        ROOT / "configs" / "experiments" / "rhetoric_bilstm_cpu.cfg",
         overrides={"components.tok2vec.model.embed.width": 32, "components.tok2vec.model.embed.rows": [500, 200, 200],
                    "components.tok2vec.model.encode.width": 32, "components.tok2vec.model.encode.cnn_depth": 1},
         interpolate=False,

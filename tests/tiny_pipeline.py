@@ -1,7 +1,7 @@
 """A small assembled pipeline for the analyze / robustness tests.
 
 Built once per test session from the project's own CPU configs
-(``configs/rhetoric_cpu.cfg``, ``configs/parallelism_cpu.cfg``) with smaller
+(``configs/experiments/rhetoric_cpu.cfg``, ``configs/experiments/parallelism_cpu.cfg``) with smaller
 widths, trained for a few steps on a few real documents (simile sentences and
 PSE-I paragraphs from ``../shared/data``), saved as two separate source
 pipelines (each with its own tok2vec) and assembled with
@@ -74,9 +74,9 @@ def build(shared_data: Path) -> Path:
 
     root = Path(tempfile.mkdtemp(prefix="tiny_rhetoric_"))
     simile, paras = real_docs(shared_data)
-    _train(ROOT / "configs" / "rhetoric_cpu.cfg", SMALL, simile + paras[:6], 6, root / "src_rhetoric")
+    _train(ROOT / "configs" / "experiments" / "rhetoric_cpu.cfg", SMALL, simile + paras[:6], 6, root / "src_rhetoric")
     par_small = {**SMALL, "components.parallelism_linker.model.hidden_width": 32}
-    _train(ROOT / "configs" / "parallelism_cpu.cfg", par_small, paras, 4, root / "src_parallelism")
+    _train(ROOT / "configs" / "experiments" / "parallelism_cpu.cfg", par_small, paras, 4, root / "src_parallelism")
     pkuseg = _train_pkuseg(simile + paras, root / "pkuseg")
     sources = {
         "rhetoric_textcat": root / "src_rhetoric",
