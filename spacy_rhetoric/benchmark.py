@@ -1,9 +1,10 @@
 """Speed and memory of the whole pipeline on the PSE-I test essays.
 
 One document per essay (its paragraphs joined by ``\\n``, as ``analyze``
-reads an XML essay). For each ``n_process`` setting the documents go through
-``nlp.pipe`` once untimed (warm-up, 1 process) and then ``repeat`` timed
-passes; the timed wall clock includes starting the worker processes, as a
+reads an XML essay). Each pipeline is loaded (timed) and warmed up on two
+documents, then ``repeat`` rounds time every pipeline in turn: the tokenizer
+alone, each component on its own, and ``nlp.pipe`` with each ``n_process``
+setting; the timed wall clock includes starting the worker processes, as a
 user running ``analyze --n-process N`` sees it. torch runs one thread per
 process in every setting.
 
@@ -18,11 +19,13 @@ from __future__ import annotations
 import json
 import platform
 import resource
+import statistics
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
+from spacy.tokens import Doc
 
 from .pipeline import load_pipeline
 from .readers import gold_word_example
@@ -53,69 +56,118 @@ def peak_rss_mib() -> Dict[str, float]:
     }
 
 
-def time_pipe(nlp: Language, texts: Sequence[str], n_process: int, batch_size: int, repeat: int) -> Dict[str, float]:
-    """Timed passes of ``nlp.pipe`` over ``texts``; returns seconds (best
-    and mean of ``repeat``), words/second and docs/second (from the best).
+def _count_words(docs: Iterable[Doc]) -> int:
+    return sum(sum(1 for t in doc if not t.is_space) for doc in docs)
+
+
+def time_pipe(nlp: Language, texts: Sequence[str], n_process: int, batch_size: int) -> Tuple[float, int]:
+    """One timed pass of ``nlp.pipe`` over ``texts``: ``(seconds, words)``.
     Every process runs torch on one thread
     (:func:`spacy_rhetoric.records.single_torch_thread`), so 1 and N
     processes compare like for like."""
     from .records import single_torch_thread
 
-    words, runs = 0, []
-    for _ in range(repeat):
+    start = time.perf_counter()
+    with single_torch_thread():
+        words = _count_words(nlp.pipe(texts, n_process=n_process, batch_size=batch_size))
+    return time.perf_counter() - start, words
+
+
+def time_tokenizer(nlp: Language, texts: Sequence[str]) -> float:
+    """Seconds of the tokenizer alone over ``texts`` (the pipeline's limit)."""
+    start = time.perf_counter()
+    for text in texts:
+        nlp.make_doc(text)
+    return time.perf_counter() - start
+
+
+def time_components(nlp: Language, texts: Sequence[str], batch_size: int) -> Dict[str, float]:
+    """Seconds of the tokenizer and of each component in one process, each
+    run over all docs in pipeline order (``nlp.pipe``'s work, split up)."""
+    from .evaluation.rhetoric import apply_component
+    from .records import single_torch_thread
+
+    out: Dict[str, float] = {}
+    with single_torch_thread():
         start = time.perf_counter()
-        with single_torch_thread():
-            docs = nlp.pipe(texts, n_process=n_process, batch_size=batch_size)
-            words = sum(sum(1 for t in doc if not t.is_space) for doc in docs)
-        runs.append(time.perf_counter() - start)
-    best = min(runs)
-    return {
-        "n_process": n_process,
-        "seconds_best": best,
-        "seconds_mean": sum(runs) / len(runs),
-        "words": words,
-        "words_per_second": words / best,
-        "docs_per_second": len(texts) / best,
-        "chars_per_second": sum(len(t) for t in texts) / best,
-    }
+        docs = [nlp.make_doc(t) for t in texts]
+        out["tokenizer"] = time.perf_counter() - start
+        for name, proc in nlp.pipeline:
+            start = time.perf_counter()
+            docs = apply_component(proc, docs, batch_size)
+            out[name] = time.perf_counter() - start
+    return out
 
 
-def benchmark_pipeline(
-    nlp: Language,
+def _summary(seconds: Sequence[float], words: int, chars: int) -> Dict[str, float]:
+    best, median = min(seconds), statistics.median(seconds)
+    return {"seconds_best": best, "seconds_median": median, "seconds_all": list(seconds),
+            "words_per_second_best": words / best, "words_per_second_median": words / median,
+            "chars_per_second_best": chars / best, "chars_per_second_median": chars / median}
+
+
+def benchmark_pipelines(
+    models: Sequence[Union[str, Path]],
     texts: Sequence[str],
     *,
     n_processes: Sequence[int] = (1, 2),
     batch_size: int = 4,
-    repeat: int = 1,
+    repeat: int = 5,
     gold_words: Optional[int] = None,
 ) -> Dict[str, Any]:
-    """Run :func:`time_pipe` for each setting (ascending, so the peak RSS
-    read after each row belongs to the settings run so far).
+    """Speed of each pipeline in ``models`` over ``texts``, timed in turn
+    (every round times each model once per setting, so machine drift hits
+    them alike).
 
-    Raises ValueError for an empty ``texts`` or ``n_process < 1``.
+    Per model: the load time (s); per ``n_process`` setting the best and
+    median of ``repeat`` passes in seconds, words/s and characters/s, and
+    the peak RSS so far (MiB, this process and its largest child); the
+    tokenizer alone (best and median, characters/s: the limit of the
+    pipeline); each component's seconds and share of their sum (median
+    over the rounds, one process). Raises ValueError for no texts,
+    ``n_process < 1`` or ``repeat < 1``.
     """
     if not texts:
         raise ValueError("no documents to benchmark")
-    if any(n < 1 for n in n_processes):
-        raise ValueError(f"n_process must be >= 1, got {list(n_processes)}")
-    list(nlp.pipe(texts[:2], batch_size=batch_size))  # warm-up: lazy allocations, first-call overheads
-    rows: List[Dict[str, Any]] = []
-    for n in sorted(set(n_processes)):
-        row = time_pipe(nlp, texts, n, batch_size, repeat)
-        rss = peak_rss_mib()
-        row["peak_rss_mib_self"], row["peak_rss_mib_children"] = rss["self"], rss["children"]
-        rows.append(row)
+    if any(n < 1 for n in n_processes) or repeat < 1:
+        raise ValueError(f"n_process and repeat must be >= 1, got {list(n_processes)}, {repeat}")
+    settings = sorted(set(n_processes))
+    chars = sum(len(t) for t in texts)
+    pipelines, results = [], []
+    for model in models:
+        start = time.perf_counter()
+        nlp = load_pipeline(model)
+        load = time.perf_counter() - start
+        list(nlp.pipe(texts[:2], batch_size=batch_size))  # warm-up: lazy allocations, first-call overheads
+        pipelines.append(nlp)
+        results.append({"model": str(model), "name": f"{nlp.lang}_{nlp.meta.get('name', '')}",
+                        "version": nlp.meta.get("version"), "pipeline": list(nlp.pipe_names),
+                        "load_seconds": load, "_runs": {n: [] for n in settings}, "_tok": [], "_comp": []})
+    words: Dict[int, int] = {}
+    for _ in range(repeat):
+        for nlp, result in zip(pipelines, results):
+            result["_tok"].append(time_tokenizer(nlp, texts))
+            result["_comp"].append(time_components(nlp, texts, batch_size))
+            for n in settings:
+                seconds, words[id(result)] = time_pipe(nlp, texts, n, batch_size)
+                result["_runs"][n].append(seconds)
+                rss = peak_rss_mib()
+                result.setdefault("_rss", {})[n] = (rss["self"], rss["children"])
+    for result in results:
+        n_words = words[id(result)]
+        result["words"] = n_words
+        result["rows"] = [{"n_process": n, **_summary(result["_runs"][n], n_words, chars),
+                           "peak_rss_mib_self": result["_rss"][n][0], "peak_rss_mib_children": result["_rss"][n][1]}
+                          for n in settings]
+        result["tokenizer"] = _summary(result.pop("_tok"), n_words, chars)
+        comp = {name: statistics.median(run[name] for run in result["_comp"]) for name in result["_comp"][0]}
+        total = sum(comp.values())
+        result["components"] = {name: {"seconds_median": sec, "share": sec / total} for name, sec in comp.items()}
+        del result["_runs"], result["_rss"], result["_comp"]
     return {
-        "model": {"name": f"{nlp.lang}_{nlp.meta.get('name', '')}", "version": nlp.meta.get("version"),
-                  "pipeline": list(nlp.pipe_names)},
-        "docs": len(texts),
-        "chars": sum(len(t) for t in texts),
-        "gold_words": gold_words,
-        "batch_size": batch_size,
-        "repeat": repeat,
-        "machine": {"python": platform.python_version(), "processor": platform.machine(),
-                    "cpu_count": _cpu_count()},
-        "rows": rows,
+        "docs": len(texts), "chars": chars, "gold_words": gold_words, "batch_size": batch_size, "repeat": repeat,
+        "machine": {"python": platform.python_version(), "processor": platform.machine(), "cpu_count": _cpu_count()},
+        "results": results,
     }
 
 

@@ -50,6 +50,7 @@ class Errors(metaclass=ErrorsWithCodes):
     R109 = "Gold sequence {index} has {n_tags} tags for {n_words} words."
     R110 = "Unknown label key {key!r} in {setting}; use 'level/label'."
     R111 = "Positive weight for {key!r} must be > 0, got {value}."
+    R112 = "Suggester sizes must be a non-empty list of positive integers, got {sizes!r}."
     # readers and layers
     R201 = "Corpus path not found: {path}"
     R202 = "No .spacy files under {path}"

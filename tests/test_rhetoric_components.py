@@ -207,3 +207,39 @@ def test_bilstm_config_trains(refs):
 
     with pytest.raises(ValueError, match="even"):
         build_cnn_bilstm_encoder(31, 1, 1, 3, 1, 0.0)
+
+
+def test_device_ngram_suggester_on_a_real_essay(pse_dir):
+    """After `nlp(text)`, components are looked for only inside sentences
+    labelled with a device, never with punctuation at a span's edge; a doc
+    the classifier has not seen (training) gets every such n-gram."""
+    from spacy_rhetoric.analysis_io import iter_inputs
+    from spacy_rhetoric.components.rhetoric_components import build_device_ngram_suggester
+
+    nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
+    (essay,) = iter_inputs([pse_dir / "xml" / "328.xml"])
+    doc = nlp(essay.text)
+    suggest = build_device_ngram_suggester([1, 2, 3])
+    regions = {(s.start, s.end) for s in doc.spans["rhetoric"]}
+    assert regions and len(regions) < len(list(doc.sents))
+    spans = suggest([doc]).dataXd.tolist()
+    assert spans
+    for start, end in spans:
+        assert any(a <= start and end <= b for a, b in regions)
+        assert not (doc[start].is_punct or doc[end - 1].is_punct or doc[start].is_space or doc[end - 1].is_space)
+    fresh = nlp.make_doc(essay.text)
+    everywhere = suggest([fresh]).dataXd.tolist()
+    assert len(everywhere) > len(spans)
+    assert all(not fresh[s].is_punct and not fresh[e - 1].is_punct for s, e in everywhere)
+    for comp in doc.spans["rhetoric_components"]:
+        assert any(a <= comp.start and comp.end <= b for a, b in regions)
+    empty = suggest([nlp("")])
+    assert empty.dataXd.shape == (0, 2) and empty.lengths.tolist() == [0]
+
+
+@pytest.mark.parametrize("sizes", [[], [0, 2]])
+def test_device_ngram_suggester_rejects_bad_sizes(sizes):
+    from spacy_rhetoric.components.rhetoric_components import build_device_ngram_suggester
+
+    with pytest.raises(ValueError, match="sizes"):
+        build_device_ngram_suggester(sizes)

@@ -53,43 +53,39 @@ def benchmark_pipeline_cmd(
     split: str = typer.Option("test", "--split", help="PSE-I split to run on (42 test essays)"),
     n_process: List[int] = typer.Option([1, 2], "--n-process", help="Settings to time (repeatable)"),
     batch_size: int = typer.Option(4, "--batch-size", min=1),
-    repeat: int = typer.Option(1, "--repeat", min=1, help="Rounds; each round times every model once per setting, in turn (best is reported)"),
+    repeat: int = typer.Option(5, "--repeat", min=1, help="Rounds; each round times every model once per setting, in turn (best and median are reported)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the results as JSON here"),
 ) -> None:
-    """Whole-pipeline speed (words/s, essays/s) with 1 and N processes and
-    peak RSS, on PSE-I essays; several models are timed in alternation and
-    compared with the first (speed ratio of the best times)."""
+    """Whole-pipeline speed on PSE-I essays: words/s and characters/s with 1
+    and N processes (best and median), the tokenizer alone (the limit),
+    each component's share, peak RSS and load time; several models are
+    timed in turn and compared with the first."""
     import srsly
     from wasabi import msg
 
-    from ..pipeline import load_pipeline
-    from ..benchmark import benchmark_pipeline, pse_test_texts
+    from ..benchmark import benchmark_pipelines, pse_test_texts
 
     data = pse_test_texts(pse_dir, split)
-    pipelines = [load_pipeline(m) for m in model]
-    results: List[dict] = [{} for _ in model]
-    for _ in range(repeat):  # alternate the models so that machine drift hits them alike
-        for i, nlp in enumerate(pipelines):
-            run = benchmark_pipeline(nlp, data["texts"], n_processes=n_process, batch_size=batch_size,
-                                     repeat=1, gold_words=data["gold_words"])
-            if not results[i]:
-                results[i] = run
-            else:
-                for best, row in zip(results[i]["rows"], run["rows"]):
-                    if row["seconds_best"] < best["seconds_best"]:
-                        best.update(row)
-    header = ("model", "n_process", "seconds", "words/s", "essays/s", "chars/s", "speed vs first", "peak RSS MiB (self)", "peak RSS MiB (largest child)")
+    result = benchmark_pipelines(model, data["texts"], n_processes=n_process, batch_size=batch_size,
+                                 repeat=repeat, gold_words=data["gold_words"])
+    runs = result["results"]
     rows = []
-    for name, result in zip(model, results):
-        for row, first in zip(result["rows"], results[0]["rows"]):
-            rows.append((name, row["n_process"], f"{row['seconds_best']:.2f}", f"{row['words_per_second']:.0f}",
-                         f"{row['docs_per_second']:.2f}", f"{row['chars_per_second']:.0f}",
+    for run in runs:
+        for row, first in zip(run["rows"], runs[0]["rows"]):
+            rows.append((run["model"], row["n_process"], f"{row['seconds_best']:.2f} / {row['seconds_median']:.2f}",
+                         f"{row['words_per_second_best']:.0f} / {row['words_per_second_median']:.0f}",
+                         f"{row['chars_per_second_best']:.0f} / {row['chars_per_second_median']:.0f}",
                          f"{first['seconds_best'] / row['seconds_best']:.2f}x",
-                         f"{row['peak_rss_mib_self']:.0f}", f"{row['peak_rss_mib_children']:.0f}"))
-    msg.table(rows, header=header, divider=True,
-              title=f"{results[0]['docs']} PSE-I {split} essays ({results[0]['chars']} chars, {data['gold_words']} gold words), best of {repeat}")
+                         f"{row['peak_rss_mib_self']:.0f} / {row['peak_rss_mib_children']:.0f}"))
+    msg.table(rows, header=("model", "n_process", "seconds best / median", "words/s", "chars/s", "speed vs first",
+                            "peak RSS MiB self / child"), divider=True,
+              title=f"{result['docs']} PSE-I {split} essays ({result['chars']} chars, {data['gold_words']} gold words), {repeat} rounds")
+    limits = [(run["model"], f"{run['load_seconds']:.1f}", f"{run['tokenizer']['chars_per_second_best']:.0f}",
+               "  ".join(f"{name} {c['share']:.0%}" for name, c in run["components"].items())) for run in runs]
+    msg.table(limits, header=("model", "load s", "tokenizer alone chars/s (best)", "share of one-process time (median)"),
+              divider=True)
     if output:
-        srsly.write_json(output, results[0] if len(results) == 1 else {"models": model, "results": results})
+        srsly.write_json(output, result)
         msg.good(f"wrote {output}")
 
 

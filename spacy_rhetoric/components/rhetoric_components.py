@@ -18,14 +18,15 @@ Linear -> sigmoid, multi-label) with two changes:
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.language import Language
 from spacy.pipeline.spancat import SpanCategorizer, Suggester
 from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example
-from thinc.api import Config, Model
+from spacy.util import registry
+from thinc.api import Config, Model, get_current_ops
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..annotation import COMPONENTS_KEY, annotated_components, clip_to_paragraph
@@ -35,6 +36,57 @@ from ..taxonomy import COMPONENT_LABELS
 from .rhetoric_textcat import DEFAULT_MODEL_CONFIG
 
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+
+def _device_regions(doc: Doc, spans_key: str) -> List[Tuple[int, int]]:
+    """Token ranges where components are looked for: the sentences labelled
+    with a device in ``doc.spans[spans_key]`` (written by
+    ``rhetoric_textcat``, which runs first), or the whole doc when that
+    group does not exist (training docs, a pipeline without the classifier)."""
+    if spans_key not in doc.spans:
+        return [(0, len(doc))]
+    return sorted({(span.start, span.end) for span in doc.spans[spans_key]})
+
+
+def device_ngrams(docs: Sequence[Doc], sizes: Sequence[int], spans_key: str, ops) -> Ragged:
+    """Candidate components: the n-grams of ``sizes`` tokens inside each
+    device sentence (:func:`_device_regions`) whose first and last tokens are
+    neither punctuation nor whitespace (a component never has either at its
+    edges, guidelines §5.1). Ragged with data Ints2d (n_spans, 2) of
+    ``(start, end)`` token offsets, lengths Ints1d (n_docs,)."""
+    rows: List[Tuple[int, int]] = []
+    lengths = []
+    for doc in docs:
+        edge = numpy.asarray([not (t.is_punct or t.is_space) for t in doc], dtype=bool)
+        n = 0
+        for start, end in _device_regions(doc, spans_key):
+            for size in sizes:
+                for i in range(start, end - size + 1):
+                    if edge[i] and edge[i + size - 1]:
+                        rows.append((i, i + size))
+                        n += 1
+        lengths.append(n)
+    data = numpy.asarray(rows, dtype="i").reshape((-1, 2))
+    return Ragged(ops.asarray2i(data), ops.asarray1i(numpy.asarray(lengths, dtype="i")))
+
+
+@registry.misc("spacy_rhetoric.device_ngram_suggester.v1")
+def build_device_ngram_suggester(sizes: List[int], spans_key: str = "rhetoric") -> Suggester:
+    """Suggester of ``rhetoric_components`` (spaCy's ``Suggester``
+    protocol): n-grams of ``sizes`` tokens inside the sentences the
+    classifier labelled with a device, without punctuation or whitespace at
+    their edges (:func:`device_ngrams`). Components belong to a device of
+    their sentence (CERD §3.1), so a literal sentence gets none, and the
+    span model scores about a third of the n-grams
+    ``spacy.ngram_suggester.v1`` gives it. Raises ValueError for an empty or
+    non-positive ``sizes``."""
+    if not sizes or any(size < 1 for size in sizes):
+        raise ValueError(Errors.R112.format(sizes=sizes))
+
+    def suggest(docs: Iterable[Doc], *, ops=None) -> Ragged:
+        return device_ngrams(list(docs), sizes, spans_key, ops if ops is not None else get_current_ops())
+
+    return suggest
 
 
 @Language.factory(
