@@ -243,3 +243,28 @@ def test_device_ngram_suggester_rejects_bad_sizes(sizes):
 
     with pytest.raises(ValueError, match="sizes"):
         build_device_ngram_suggester(sizes)
+
+
+def test_per_label_thresholds_filter_only_their_label(pse_dir):
+    from spacy_rhetoric.analysis_io import iter_inputs
+
+    nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
+    (essay,) = iter_inputs([pse_dir / "xml" / "328.xml"])
+    pipe = nlp.get_pipe("rhetoric_components")
+    first = nlp(essay.text)
+    before = [(s.start, s.end, s.label_) for s in first.spans["rhetoric_components"]]
+    assert "tenor" in {label for _, _, label in before}
+    pipe.cfg["thresholds"] = {"tenor": 1.0, "vehicle": 0.0}
+    doc = nlp(essay.text)
+    after = doc.spans["rhetoric_components"]
+    assert not [s for s in after if s.label_ == "tenor"]
+    assert len([s for s in after if s.label_ == "vehicle"]) > len([b for b in before if b[2] == "vehicle"])
+    assert [b for b in before if b[2] not in ("tenor", "vehicle")] == \
+        [(s.start, s.end, s.label_) for s in after if s.label_ not in ("tenor", "vehicle")]
+
+
+@pytest.mark.parametrize("thresholds, match", [({"tenor": 1.5}, "tenor"), ({"simile": 0.5}, "simile")])
+def test_bad_component_thresholds_are_refused(thresholds, match):
+    nlp = spacy.blank("zh")
+    with pytest.raises(ValueError, match=match):
+        nlp.add_pipe("rhetoric_components", config={"thresholds": thresholds})

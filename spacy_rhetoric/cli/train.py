@@ -117,20 +117,29 @@ def tune_thresholds_raw_cmd(
     annotations: Path = typer.Option(Path("annotations/pse-i-cerd"), "--annotations", help="Folder with the team annotation"),
     min_support: int = typer.Option(10, "--min-support", help="Tune only devices with this many dev units"),
     tolerance: float = typer.Option(0.01, "--tolerance", help="Take the threshold nearest 0.5 whose dev F1 is within this of the best"),
+    components: bool = typer.Option(True, "--components/--no-components", help="Also tune rhetoric_components per label"),
 ) -> None:
-    """One rhetoric_textcat threshold per coarse device, chosen on the dev
+    """One rhetoric_textcat threshold per coarse device, then one
+    rhetoric_components threshold per component label, chosen on the dev
     splits read as raw text (the user's path, linker rule included)."""
     from wasabi import msg
 
-    from ..evaluation.raw_path import read_gold, tune_thresholds_raw
+    from ..evaluation.raw_path import read_gold, tune_component_thresholds_raw, tune_thresholds_raw
     from ..pipeline import load_pipeline, write_component
 
     nlp = load_pipeline(model)
     devs = [read_gold(c, shared, annotations, "dev") for c in corpus]
     for label, r in tune_thresholds_raw(nlp, devs, min_support=min_support, tolerance=tolerance).items():
         msg.info(f"coarse/{label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev units)")
-    # only the classifier's settings change: every other file stays as it is
-    write_component(model, output, nlp, "rhetoric_textcat")
+    names = ["rhetoric_textcat"]
+    if components and "rhetoric_components" in nlp.pipe_names:
+        for label, r in tune_component_thresholds_raw(nlp, devs, min_support=min_support, tolerance=tolerance).items():
+            msg.info(f"component {label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev spans)")
+        names.append("rhetoric_components")
+    # only these components' settings change: every other file stays as it is
+    for name in names:
+        write_component(model, output, nlp, name)
+        model = output
     msg.good(f"wrote {output}")
 
 

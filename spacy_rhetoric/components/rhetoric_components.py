@@ -97,6 +97,7 @@ def build_device_ngram_suggester(sizes: List[int], spans_key: str = "rhetoric") 
         "suggester": {"@misc": "spacy.ngram_suggester.v1", "sizes": [1, 2, 3]},
         "spans_key": COMPONENTS_KEY,
         "threshold": 0.5,
+        "thresholds": {},
         "allow_overlap": False,
         "scorer": {"@scorers": "spacy_rhetoric.rhetoric_components_scorer.v1"},
     },
@@ -113,6 +114,7 @@ def make_rhetoric_components(
     suggester: Suggester,
     spans_key: str,
     threshold: float,
+    thresholds: Dict[str, float],
     allow_overlap: bool,
     scorer: Optional[Callable],
 ) -> "RhetoricComponents":
@@ -124,6 +126,7 @@ def make_rhetoric_components(
         name,
         spans_key=spans_key,
         threshold=threshold,
+        thresholds=thresholds,
         allow_overlap=allow_overlap,
         scorer=scorer,
     )
@@ -144,12 +147,21 @@ class RhetoricComponents(SpanCategorizer):
         *,
         spans_key: str = COMPONENTS_KEY,
         threshold: float = 0.5,
+        thresholds: Optional[Dict[str, float]] = None,
         allow_overlap: bool = False,
         scorer: Optional[Callable] = score_rhetoric_components,
     ) -> None:
-        """Raises ValueError for a threshold outside [0, 1]."""
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(Errors.R104.format(key="threshold", value=threshold))
+        """``thresholds``: per component label, overriding ``threshold``
+        (chosen on dev by ``rhetoric tune-thresholds-raw``). Raises
+        ValueError for a threshold outside [0, 1] or a label outside the
+        taxonomy."""
+        thresholds = dict(thresholds or {})
+        for key, value in {"threshold": threshold, **thresholds}.items():
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(Errors.R104.format(key=key, value=value))
+        unknown = [k for k in thresholds if k not in COMPONENT_LABELS]
+        if unknown:
+            raise ValueError(Errors.R106.format(label=unknown[0], labels=", ".join(COMPONENT_LABELS)))
         super().__init__(
             vocab,
             model,
@@ -164,6 +176,7 @@ class RhetoricComponents(SpanCategorizer):
         # spaCy's allow_overlap only applies to single-label decoding; ours
         # is a per-label filter on the multi-label output.
         self.cfg["label_overlap"] = bool(allow_overlap)
+        self.cfg["thresholds"] = thresholds
 
     def add_label(self, label: str) -> int:
         """Add a component label; raises ValueError outside the taxonomy."""
@@ -214,11 +227,26 @@ class RhetoricComponents(SpanCategorizer):
             labels = [lab for lab in COMPONENT_LABELS if lab in found]
         super().initialize(get_examples, nlp=nlp, labels=labels)
 
+    def _label_thresholded(self, doc: Doc, indices: Ints2d, scores: Floats2d) -> SpanGroup:
+        """spaCy's multi-label decoding with each label's own threshold
+        (``cfg["thresholds"]``, else ``cfg["threshold"]``)."""
+        thresholds = self.cfg.get("thresholds") or {}
+        base = self.cfg["threshold"]
+        self.cfg["threshold"] = min([base, *thresholds.values()])
+        try:
+            group = super()._make_span_group_multilabel(doc, indices, scores)
+        finally:
+            self.cfg["threshold"] = base
+        if not thresholds or len(group) == 0:
+            return group
+        scores_ = group.attrs["scores"]
+        return _keep(group, [scores_[i] >= thresholds.get(span.label_, base) for i, span in enumerate(group)])
+
     def _make_span_group_multilabel(self, doc: Doc, indices: Ints2d, scores: Floats2d) -> SpanGroup:
         """Spans with probability >= threshold, clipped to one paragraph
         without whitespace at their edges; without ``label_overlap`` a span is
         dropped when a higher-scoring span of the same label overlaps it."""
-        group = _clip_group(doc, super()._make_span_group_multilabel(doc, indices, scores), self.key)
+        group = _clip_group(doc, self._label_thresholded(doc, indices, scores), self.key)
         if self.cfg.get("label_overlap", True) or len(group) == 0:
             return group
         span_scores = group.attrs["scores"]
@@ -236,6 +264,14 @@ class RhetoricComponents(SpanCategorizer):
         out = SpanGroup(doc, name=self.key, spans=[s for s, _ in kept])
         out.attrs["scores"] = numpy.asarray([sc for _, sc in kept], dtype="f")
         return out
+
+
+def _keep(group: SpanGroup, keep: Sequence[bool]) -> SpanGroup:
+    """The spans of ``group`` where ``keep`` is true, with their scores."""
+    scores = group.attrs.get("scores")
+    out = SpanGroup(group.doc, name=group.name, spans=[s for s, k in zip(group, keep) if k])
+    out.attrs["scores"] = numpy.asarray([sc for sc, k in zip(scores, keep) if k], dtype="f")
+    return out
 
 
 def _clip_group(doc: Doc, group: SpanGroup, key: str) -> SpanGroup:

@@ -850,6 +850,54 @@ def tune_thresholds_raw(
     return result
 
 
+def tune_component_thresholds_raw(
+    nlp: Language,
+    devs: Sequence[Sequence[GoldDoc]],
+    *,
+    grid: Optional[Sequence[float]] = None,
+    min_support: int = 10,
+    tolerance: float = 0.01,
+    batch_size: int = 8,
+) -> Dict[str, Any]:
+    """Choose one ``rhetoric_components`` threshold per component label on
+    dev texts read as raw text, by strict-span F1 (the rule of
+    :func:`tune_thresholds_raw`: nearest 0.5 within ``tolerance`` of the
+    best), and set them in the component's ``cfg["thresholds"]``. Run it
+    after the classifier's thresholds are set: the component looks only in
+    device sentences. Labels with fewer than ``min_support`` dev spans keep
+    the default. Returns ``{label: {"threshold", "f", "support", "grid"}}``.
+    Raises ValueError without a ``rhetoric_components``."""
+    from ..records import doc_to_record, single_torch_thread
+    from .rhetoric import THRESHOLD_GRID
+
+    if "rhetoric_components" not in nlp.pipe_names:
+        raise ValueError("the pipeline has no rhetoric_components")
+    grid = THRESHOLD_GRID if grid is None else grid
+    pipe = nlp.get_pipe("rhetoric_components")
+    gold = [g for dev in devs for g in dev]
+    with single_torch_thread():
+        docs = list(nlp.pipe((g.text for g in gold), batch_size=batch_size, disable=["rhetoric_components"]))
+        predictions = pipe.predict(docs)
+    support = Counter(lab for g in gold for lab, _, _ in (g.components or ()))
+    thresholds = dict(pipe.cfg.get("thresholds") or {})
+    result: Dict[str, Any] = {}
+    for label in pipe.labels:
+        if support[label] < min_support:
+            continue
+        curve = {}
+        for t in grid:
+            pipe.cfg["thresholds"] = {**thresholds, label: float(t)}
+            pipe.set_annotations(docs, predictions)
+            scores = score_components(gold, [doc_to_record(d, g.id) for d, g in zip(docs, gold)])
+            curve[float(t)] = scores["strict"]["per_type"].get(label, {}).get("f", 0.0)
+        top = max(curve.values())
+        best = min((t for t in curve if curve[t] >= top - tolerance), key=lambda t: (abs(t - 0.5), -curve[t]))
+        thresholds[label] = best
+        result[label] = {"threshold": best, "f": curve[best], "support": support[label], "grid": curve}
+    pipe.cfg["thresholds"] = thresholds
+    return result
+
+
 def device_counts(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> List[Tuple[str, int, int]]:
     """``(what, predicted, gold)`` rows: sentences per coarse device (the
     analysed sentences that carry it, the gold units that do), then groups
