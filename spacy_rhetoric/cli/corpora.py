@@ -68,6 +68,7 @@ def annotation_agreement_cmd(
     first: Path = typer.Argument(..., exists=True, dir_okay=False, help="First annotation pass (JSONL)"),
     second: Path = typer.Argument(..., exists=True, dir_okay=False, help="Second, independent pass of some of the same sentences"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the figures as JSON"),
+    also_first: List[Path] = typer.Option([], "--also-first", exists=True, dir_okay=False, help="More files of the first pass (repeatable)"),
 ) -> None:
     """Cohen's kappa per coarse label and for the form and content levels,
     and exact component matches, between two annotation passes."""
@@ -77,7 +78,7 @@ def annotation_agreement_cmd(
 
     from ..evaluation.annotation_agreement import annotation_agreement
 
-    result = annotation_agreement(first, second)
+    result = annotation_agreement([first, *also_first], second)
     rows = [(f"coarse/{label}", v["kappa"], v["first"], v["second"], v["both"]) for label, v in result["coarse"]["labels"].items()]
     rows += [(f"{level} (pooled)", result[level]["pooled_kappa"], "", "", "") for level in ("coarse", "form", "content")]
     msg.table(rows, header=("decision", "kappa", "first", "second", "both"), divider=True,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .. import taxonomy as tx
 from .agreement import cohen_kappa
@@ -46,17 +46,22 @@ def _level(first: List[dict], second: List[dict], level: str, labels: List[str])
     return {"pooled_kappa": _kappa(pooled_a, pooled_b), "labels": per_label}
 
 
-def annotation_agreement(first_path: Union[str, Path], second_path: Union[str, Path]) -> Dict[str, object]:
+def annotation_agreement(first_path: Union[str, Path, Sequence[Union[str, Path]]],
+                         second_path: Union[str, Path]) -> Dict[str, object]:
     """κ per coarse label, pooled and per-label κ of the form and content
-    levels, exact-match component P/R/F1, over the sentences in both files.
+    levels, exact-match component P/R/F1, over the sentences in both passes.
+    ``first_path`` may be several files (e.g. ``dev.jsonl`` and
+    ``train.jsonl``) that together hold the first pass.
 
     Raises ValueError when the files share no sentence or a shared sentence's
     text differs between them.
     """
-    a, b = _read(first_path), _read(second_path)
+    firsts = [first_path] if isinstance(first_path, (str, Path)) else list(first_path)
+    a = {k: v for path in firsts for k, v in _read(path).items()}
+    b = _read(second_path)
     keys = sorted(a.keys() & b.keys())
     if not keys:
-        raise ValueError(f"{first_path} and {second_path} share no sentence")
+        raise ValueError(f"{', '.join(map(str, firsts))} and {second_path} share no sentence")
     for key in keys:
         if a[key]["text"] != b[key]["text"]:
             raise ValueError(f"sentence {key} has different texts in the two files")
