@@ -176,10 +176,13 @@ def convert_pse_i_cerd(annotations_dir: Path, pse_dir: Path, output_dir: Path, v
     for split, (path, essays) in split_essays(annotations_dir).items():
         if not path.is_file():
             raise CorpusFormatError(path, "annotation file not found")
-        docs = read_annotated(path, pse_dir, vocab, Counter())
+        stats: Counter = Counter()
+        docs = read_annotated(path, pse_dir, vocab, stats)
         if essays is not None:
             docs = [d for d in docs if d.user_data["essay_id"] in essays]
         counts = _doc_counts(docs)
+        if essays is None:
+            counts["components_widened"] = stats["components_widened"]
         counts["docs"] = write_docbin(docs, Path(output_dir) / f"{split}.spacy")
         out[split] = dict(sorted(counts.items()))
     return out
@@ -189,7 +192,10 @@ def _doc_counts(docs: List[Doc]) -> Counter:
     """Essays, sentences, sentence labels and components of converted docs."""
     counts: Counter = Counter(essays=len({d.user_data["essay_id"] for d in docs}))
     for doc in docs:
-        counts["sentences"] += len(list(doc.sents))
+        sents = list(doc.sents)
+        counts["sentences"] += len(sents)
+        with_device = {(s.start, s.end) for s in doc.spans[LEVEL_SPAN_KEYS["coarse"]]}
+        counts[f"coarse/{tx.LITERAL}"] += sum((s.start, s.end) not in with_device for s in sents)
         for level in tx.LEVELS:
             counts.update(f"{level}/{s.label_}" for s in doc.spans[LEVEL_SPAN_KEYS[level]])
         counts.update(f"component/{s.label_}" for s in doc.spans[COMPONENTS_KEY])
