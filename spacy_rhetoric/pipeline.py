@@ -78,6 +78,12 @@ CORPORA: Dict[str, Dict[str, str]] = {
         "url": "https://github.com/liyucheng09/Metaphor_Generator",
         "license": "research release, no explicit license (cite the paper)",
     },
+    "cmre": {
+        "name": "Chinese Metaphorical Relation Extraction (CMRE), train split (partial CERD labels)",
+        "author": "Chen et al. 2023 (EMNLP Findings)",
+        "url": "https://github.com/cnunlp/CMRE",
+        "license": "research release, no explicit license (cite the paper)",
+    },
     "roformer-sim-small": {
         "name": "RoFormer-Sim-FT small (SimBERT v2) encoder, from the PyPI package polyhymnia 1.0.0",
         "author": "ZhuiyiTechnology (roformer-sim); packaged by polyhymnia",

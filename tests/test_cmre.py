@@ -65,7 +65,7 @@ def test_word_pieces_and_unknown_tokens_keep_offsets(tmp_path):
 
 
 @pytest.mark.parametrize("line, message", [
-    ("{not json", "not JSON"),
+    ("{not json", "invalid JSON"),
     (json.dumps({"sentences": [["[CLS]", "我", "[SEP]"]], "clusters": [], "spans_type": [], "label": 1}), "'label'"),
     (json.dumps({"sentences": [["[CLS]", "我", "[SEP]"]], "clusters": [[[1, 9], [1, 1]]],
                  "spans_type": [[[1, 1], "本体"]], "label": "1"}), "outside the sentence"),

@@ -39,7 +39,6 @@ on word boundaries is widened to the words that hold it.
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ from spacy.tokens import Doc, Span
 from ..annotation import ANNOTATED_KEY, COMPONENTS_KEY, LEVEL_SPAN_KEYS
 from ..errors import CorpusFormatError
 from .docbin import mark_single_sentence, write_docbin
+from .jsonio import iter_jsonl_objects
 
 #: Split name -> file name in ``../shared/data/cmre`` (no test split here).
 SPLIT_FILES = {"train": "train.jsonlines", "dev": "dev.jsonlines"}
@@ -92,8 +92,6 @@ def _parse(path: Path, line: int, raw: object) -> CmreSentence:
     def bad(msg: str) -> CorpusFormatError:
         return CorpusFormatError(path, msg, line=line)
 
-    if not isinstance(raw, dict):
-        raise bad("a record must be a JSON object")
     sents, clusters, types = raw.get("sentences"), raw.get("clusters"), raw.get("spans_type")
     if not (isinstance(sents, list) and len(sents) == 1 and isinstance(sents[0], list)
             and all(isinstance(t, str) for t in sents[0])):
@@ -132,16 +130,8 @@ def _parse(path: Path, line: int, raw: object) -> CmreSentence:
 def read_cmre(path: Path) -> Iterator[CmreSentence]:
     """The sentences of one CMRE file. Raises CorpusFormatError naming the
     file and the 1-based line of a malformed record."""
-    path = Path(path)
-    with path.open(encoding="utf8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise CorpusFormatError(path, f"not JSON: {err.msg}", line=line_no) from None
-            yield _parse(path, line_no, raw)
+    for line_no, raw in iter_jsonl_objects(path):
+        yield _parse(Path(path), line_no, raw)
 
 
 def mapping_of(sent: CmreSentence) -> Optional[str]:

@@ -793,6 +793,13 @@ def coarse_counts(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) ->
     return counts
 
 
+def nearest_half(curve: Dict[float, float], tolerance: float) -> float:
+    """The threshold nearest 0.5 whose F1 in ``curve`` ({threshold: F1}) is
+    within ``tolerance`` of the best (the higher F1 on a tie of distance)."""
+    top = max(curve.values())
+    return min((t for t in curve if curve[t] >= top - tolerance), key=lambda t: (abs(t - 0.5), -curve[t]))
+
+
 def tune_thresholds_raw(
     nlp: Language,
     devs: Sequence[Sequence[GoldDoc]],
@@ -842,8 +849,7 @@ def tune_thresholds_raw(
             textcat.cfg["thresholds"] = {**thresholds, f"coarse/{label}": float(t)}
             textcat.set_annotations(docs, predictions)
             curve[float(t)] = coarse_counts(gold, [doc_to_record(d, g.id) for d, g in zip(docs, gold)])[label].fscore
-        top = max(curve.values())
-        best = min((t for t in curve if curve[t] >= top - tolerance), key=lambda t: (abs(t - 0.5), -curve[t]))
+        best = nearest_half(curve, tolerance)
         thresholds[f"coarse/{label}"] = best
         result[label] = {"threshold": best, "f": curve[best], "support": support[label], "grid": curve}
     textcat.cfg["thresholds"] = thresholds
@@ -890,8 +896,7 @@ def tune_component_thresholds_raw(
             pipe.set_annotations(docs, predictions)
             scores = score_components(gold, [doc_to_record(d, g.id) for d, g in zip(docs, gold)])
             curve[float(t)] = scores["strict"]["per_type"].get(label, {}).get("f", 0.0)
-        top = max(curve.values())
-        best = min((t for t in curve if curve[t] >= top - tolerance), key=lambda t: (abs(t - 0.5), -curve[t]))
+        best = nearest_half(curve, tolerance)
         thresholds[label] = best
         result[label] = {"threshold": best, "f": curve[best], "support": support[label], "grid": curve}
     pipe.cfg["thresholds"] = thresholds
