@@ -256,3 +256,25 @@ def test_docs_that_do_not_annotate_parallelism_teach_the_linker_nothing(trained,
     losses = linker.update(_examples(nlp, simile), sgd=nlp.create_optimizer())
     assert losses["parallelism_linker"] == 0.0
     assert linker.model.to_bytes() == before
+
+
+def test_repetition_features_beside_a_listener_without_input_gradient():
+    """A transformer listener's backprop returns None (it hands the gradient
+    to the transformer); concatenated with RepetitionFeatures, the backprop
+    must not fail (it did when resuming zh_rhetoric_trf on the CPU)."""
+    from thinc.api import Model, concatenate
+
+    from spacy_rhetoric.ml.parallelism_tagger import RepetitionFeatures
+
+    def listener(backprop_result):
+        def forward(model, docs, is_train):
+            return [model.ops.alloc2f(len(d), 4) for d in docs], lambda dY: backprop_result
+        return Model("listener", forward)
+
+    nlp = spacy.blank("zh")
+    docs = [nlp("如果你是花，如果你是树"), nlp("是山")]
+    for backprop_result in (None, []):
+        layer = concatenate(listener(backprop_result), RepetitionFeatures())
+        out, backprop = layer(docs, is_train=True)
+        assert [o.shape[1] for o in out] == [4 + RepetitionFeatures().get_dim("nO")] * 2
+        assert backprop(out) == backprop_result

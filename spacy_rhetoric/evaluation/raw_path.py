@@ -220,7 +220,8 @@ def read_pse_i_cerd(annotations: Path, pse_dir: Path, essays: Optional[Set[str]]
         text, offsets = _essay_layout(paras)
         words, groups = _pse_parallelism_gold(paras, offsets)
         para_sents = [_paragraph_sents(d) if len(d) else [] for d in paras]
-        sents = {(i, j): (offsets[i] + s, offsets[i] + e, len(ps))
+        # records name paragraphs by their <para id>, which need not start at 0
+        sents = {(int(paras[i].user_data["para_id"]), j): (offsets[i] + s, offsets[i] + e, len(ps))
                  for i, ps in enumerate(para_sents) for j, (s, e) in enumerate(ps)}
         units, components = [], []
         for line, rec in by_essay[essay]:

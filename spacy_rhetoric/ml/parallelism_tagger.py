@@ -62,9 +62,19 @@ def repetition_features(norms: numpy.ndarray) -> numpy.ndarray:
     return feats
 
 
+class NoGradient(list):
+    """The input gradient of a layer without inputs to learn: empty, and
+    neutral when thinc's ``concatenate`` adds it to the gradient of the
+    layer beside it, a list (tok2vec listener) or None (a transformer
+    listener, which hands its gradient to the transformer itself)."""
+
+    def __radd__(self, other):
+        return other
+
+
 def _repetition_forward(model: Model, docs: List[Doc], is_train: bool):
     out = [model.ops.asarray2f(repetition_features(doc.to_array("NORM"))) for doc in docs]
-    return out, lambda dY: []
+    return out, lambda dY: NoGradient()
 
 
 @registry.architectures("spacy_rhetoric.ParallelismTagger.v1")
