@@ -17,8 +17,10 @@ def test_train_workflow_exists_and_names_commands():
     assert "train" not in commands, "one name, one meaning: `train` is the workflow"
     steps = project["workflows"]["train"]
     assert set(steps) <= commands
-    # the shipped pipeline is finalised, then gets the separately trained cross-paragraph linker
-    assert steps[-2:] == ["convert-pse-original", "train-cross-paragraph"] and steps[-3] == "finalize-zh-rhetoric"
+    # the separately trained cross-paragraph linker exists before the pipeline
+    # is finalised (sourced in, then thresholds tuned with it in place)
+    assert steps[-1] == "finalize-zh-rhetoric"
+    assert steps.index("convert-pse-original") < steps.index("train-cross-paragraph") < steps.index("finalize-zh-rhetoric")
     assert "configs/zh_rhetoric_cpu.cfg" in " ".join(c for cmd in project["commands"] if cmd["name"] in steps for c in cmd["script"])
     assert any("spacy train" in " ".join(c["script"]) for c in project["commands"] if c["name"] in steps)
 
