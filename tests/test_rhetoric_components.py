@@ -254,7 +254,7 @@ def test_per_label_thresholds_filter_only_their_label(pse_dir):
     first = nlp(essay.text)
     before = [(s.start, s.end, s.label_) for s in first.spans["rhetoric_components"]]
     assert "tenor" in {label for _, _, label in before}
-    pipe.cfg["thresholds"] = {"tenor": 1.0, "vehicle": 0.0}
+    pipe.cfg["thresholds"] = {**pipe.cfg["thresholds"], "tenor": 1.0, "vehicle": 0.0}
     doc = nlp(essay.text)
     after = doc.spans["rhetoric_components"]
     assert not [s for s in after if s.label_ == "tenor"]
