@@ -143,19 +143,17 @@ def benchmark_pipelines(
         results.append({"model": str(model), "name": f"{nlp.lang}_{nlp.meta.get('name', '')}",
                         "version": nlp.meta.get("version"), "pipeline": list(nlp.pipe_names),
                         "load_seconds": load, "_runs": {n: [] for n in settings}, "_tok": [], "_comp": []})
-    words: Dict[int, int] = {}
     for _ in range(repeat):
         for nlp, result in zip(pipelines, results):
             result["_tok"].append(time_tokenizer(nlp, texts))
             result["_comp"].append(time_components(nlp, texts, batch_size))
             for n in settings:
-                seconds, words[id(result)] = time_pipe(nlp, texts, n, batch_size)
+                seconds, result["words"] = time_pipe(nlp, texts, n, batch_size)
                 result["_runs"][n].append(seconds)
                 rss = peak_rss_mib()
                 result.setdefault("_rss", {})[n] = (rss["self"], rss["children"])
     for result in results:
-        n_words = words[id(result)]
-        result["words"] = n_words
+        n_words = result["words"]
         result["rows"] = [{"n_process": n, **_summary(result["_runs"][n], n_words, chars),
                            "peak_rss_mib_self": result["_rss"][n][0], "peak_rss_mib_children": result["_rss"][n][1]}
                           for n in settings]

@@ -129,3 +129,23 @@ def check_offsets(record):
             assert text[branch["start"]:branch["end"]] == branch["text"]
     for clause in record["clauses"]:
         assert 0 <= clause["start"] < clause["end"] <= len(text)
+
+
+def test_benchmark_pipelines_reports_every_figure(pse_dir):
+    """The benchmark command's figures on real essays: best and median,
+    chars/s, the tokenizer alone, component shares that sum to 1, load time."""
+    from conftest import ROOT
+    from spacy_rhetoric.benchmark import benchmark_pipelines
+
+    texts = pse_test_texts(pse_dir)["texts"][:2]
+    result = benchmark_pipelines([ROOT / "pipelines" / "zh_rhetoric"], texts, n_processes=[1], repeat=2)
+    (run,) = result["results"]
+    (row,) = run["rows"]
+    assert row["n_process"] == 1 and len(row["seconds_all"]) == 2
+    assert row["seconds_best"] <= row["seconds_median"]
+    assert row["chars_per_second_best"] == pytest.approx(sum(map(len, texts)) / row["seconds_best"])
+    assert run["words"] > 0 and run["load_seconds"] > 0 and run["tokenizer"]["chars_per_second_best"] > 0
+    assert set(run["components"]) == {"tokenizer", *run["pipeline"]}
+    assert sum(c["share"] for c in run["components"].values()) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        benchmark_pipelines([ROOT / "pipelines" / "zh_rhetoric"], texts, repeat=0)

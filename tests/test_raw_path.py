@@ -192,3 +192,25 @@ def test_score_records_scores_analyze_output(pse_dir, tmp_path):
     bad = runner.invoke(app, ["score-records", str(empty), "--shared", str(pse_dir.parent),
                               "--annotations", str(ROOT / "annotations" / "pse-i-cerd")])
     assert bad.exit_code == 1 and "no analysis record matches" in bad.output
+
+
+def test_tuning_on_the_raw_dev_path_sets_thresholds_per_device_and_component(shared_data):
+    """tune-thresholds-raw on a few real dev essays and simile sentences: each
+    tuned label gets a grid value nearest 0.5 within 0.01 of its best F1, and
+    the thresholds stay set in the components."""
+    from spacy_rhetoric.evaluation.raw_path import (nearest_half, read_gold, tune_component_thresholds_raw,
+                                                    tune_thresholds_raw)
+
+    nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
+    devs = [read_gold("pse-i-cerd", shared_data, ROOT / "annotations" / "pse-i-cerd", "dev")[:6],
+            read_gold("simile", shared_data, ROOT / "annotations" / "pse-i-cerd", "dev")[:150]]
+    grid = [0.3, 0.5, 0.7]
+    coarse = tune_thresholds_raw(nlp, devs, grid=grid)
+    assert "metaphor" in coarse
+    comps = tune_component_thresholds_raw(nlp, devs, grid=grid)
+    assert "tenor" in comps
+    for label, r in {**coarse, **comps}.items():
+        assert set(r["grid"]) == set(grid) and r["threshold"] == nearest_half(r["grid"], 0.01)
+    assert nlp.get_pipe("rhetoric_textcat").cfg["thresholds"]["coarse/metaphor"] == coarse["metaphor"]["threshold"]
+    assert nlp.get_pipe("rhetoric_components").cfg["thresholds"]["tenor"] == comps["tenor"]["threshold"]
+    assert nearest_half({0.3: 0.80, 0.5: 0.795, 0.7: 0.6}, 0.01) == 0.5

@@ -801,6 +801,46 @@ def nearest_half(curve: Dict[float, float], tolerance: float) -> float:
     return min((t for t in curve if curve[t] >= top - tolerance), key=lambda t: (abs(t - 0.5), -curve[t]))
 
 
+def _predict_last(nlp: Language, name: str, gold: Sequence[GoldDoc], batch_size: int):
+    """``(component, docs, predictions)``: every other component run once on
+    the gold texts, then ``name``'s raw predictions, which its tuner
+    re-decodes per threshold. Raises ValueError without ``name``."""
+    from ..records import single_torch_thread
+
+    if name not in nlp.pipe_names:
+        raise ValueError(f"the pipeline has no {name}")
+    pipe = nlp.get_pipe(name)
+    with single_torch_thread():
+        docs = list(nlp.pipe((g.text for g in gold), batch_size=batch_size, disable=[name]))
+        return pipe, docs, pipe.predict(docs)
+
+
+def _tune_per_label(pipe, docs, predictions, gold, keys: Dict[str, str], support: Counter, f_of,
+                    grid: Sequence[float], min_support: int, tolerance: float) -> Dict[str, Any]:
+    """The grid search shared by the two tuners: for each ``cfg["thresholds"]``
+    key (mapped to its gold label) with enough support, re-decode ``docs``
+    from the one ``predictions`` at every grid value, score the records with
+    ``f_of(records, label)`` and keep :func:`nearest_half`; the thresholds are
+    left set in ``pipe.cfg``."""
+    from ..records import doc_to_record
+
+    thresholds = dict(pipe.cfg.get("thresholds") or {})
+    result: Dict[str, Any] = {}
+    for key, label in keys.items():
+        if support[label] < min_support:
+            continue
+        curve = {}
+        for t in grid:
+            pipe.cfg["thresholds"] = {**thresholds, key: float(t)}
+            pipe.set_annotations(docs, predictions)
+            curve[float(t)] = f_of([doc_to_record(d, g.id) for d, g in zip(docs, gold)], label)
+        best = nearest_half(curve, tolerance)
+        thresholds[key] = best
+        result[label] = {"threshold": best, "f": curve[best], "support": support[label], "grid": curve}
+    pipe.cfg["thresholds"] = thresholds
+    return result
+
+
 def tune_thresholds_raw(
     nlp: Language,
     devs: Sequence[Sequence[GoldDoc]],
@@ -825,36 +865,21 @@ def tune_thresholds_raw(
     parallelism on 787 of 2,262 simile test sentences). Returns ``{label: {"threshold", "f",
     "support", "grid"}}``. Raises ValueError without a ``rhetoric_textcat``.
     """
-    from ..records import doc_to_record, single_torch_thread
     from .rhetoric import THRESHOLD_GRID
 
-    if "rhetoric_textcat" not in nlp.pipe_names:
-        raise ValueError("the pipeline has no rhetoric_textcat")
     grid = THRESHOLD_GRID if grid is None else grid
-    textcat = nlp.get_pipe("rhetoric_textcat")
     gold = [g for dev in devs for g in dev]
-    with single_torch_thread():
-        docs = list(nlp.pipe((g.text for g in gold), batch_size=batch_size, disable=["rhetoric_textcat"]))
-        predictions = textcat.predict(docs)
+    textcat, docs, predictions = _predict_last(nlp, "rhetoric_textcat", gold, batch_size)
     support = Counter(lab for g in gold for u in g.units
                       for lab in u.labels.get("coarse", ()) if lab in g.scored.get("coarse", ()))
-    thresholds = dict(textcat.cfg.get("thresholds") or {})
     devices = [k.split("/", 1)[1] for k in textcat.labels
                if k.startswith("coarse/") and k != f"coarse/{LITERAL}" and k in textcat.cfg["trained_labels"]]
-    result: Dict[str, Any] = {}
-    for label in devices:
-        if support[label] < min_support:
-            continue
-        curve = {}
-        for t in grid:
-            textcat.cfg["thresholds"] = {**thresholds, f"coarse/{label}": float(t)}
-            textcat.set_annotations(docs, predictions)
-            curve[float(t)] = coarse_counts(gold, [doc_to_record(d, g.id) for d, g in zip(docs, gold)])[label].fscore
-        best = nearest_half(curve, tolerance)
-        thresholds[f"coarse/{label}"] = best
-        result[label] = {"threshold": best, "f": curve[best], "support": support[label], "grid": curve}
-    textcat.cfg["thresholds"] = thresholds
-    return result
+
+    def f_of(records: List[Dict[str, Any]], label: str) -> float:
+        return coarse_counts(gold, records)[label].fscore
+
+    return _tune_per_label(textcat, docs, predictions, gold, {f"coarse/{lab}": lab for lab in devices},
+                           support, f_of, grid, min_support, tolerance)
 
 
 def tune_component_thresholds_raw(
@@ -874,34 +899,18 @@ def tune_component_thresholds_raw(
     device sentences. Labels with fewer than ``min_support`` dev spans keep
     the default. Returns ``{label: {"threshold", "f", "support", "grid"}}``.
     Raises ValueError without a ``rhetoric_components``."""
-    from ..records import doc_to_record, single_torch_thread
     from .rhetoric import THRESHOLD_GRID
 
-    if "rhetoric_components" not in nlp.pipe_names:
-        raise ValueError("the pipeline has no rhetoric_components")
     grid = THRESHOLD_GRID if grid is None else grid
-    pipe = nlp.get_pipe("rhetoric_components")
     gold = [g for dev in devs for g in dev]
-    with single_torch_thread():
-        docs = list(nlp.pipe((g.text for g in gold), batch_size=batch_size, disable=["rhetoric_components"]))
-        predictions = pipe.predict(docs)
+    pipe, docs, predictions = _predict_last(nlp, "rhetoric_components", gold, batch_size)
     support = Counter(lab for g in gold for lab, _, _ in (g.components or ()))
-    thresholds = dict(pipe.cfg.get("thresholds") or {})
-    result: Dict[str, Any] = {}
-    for label in pipe.labels:
-        if support[label] < min_support:
-            continue
-        curve = {}
-        for t in grid:
-            pipe.cfg["thresholds"] = {**thresholds, label: float(t)}
-            pipe.set_annotations(docs, predictions)
-            scores = score_components(gold, [doc_to_record(d, g.id) for d, g in zip(docs, gold)])
-            curve[float(t)] = scores["strict"]["per_type"].get(label, {}).get("f", 0.0)
-        best = nearest_half(curve, tolerance)
-        thresholds[label] = best
-        result[label] = {"threshold": best, "f": curve[best], "support": support[label], "grid": curve}
-    pipe.cfg["thresholds"] = thresholds
-    return result
+
+    def f_of(records: List[Dict[str, Any]], label: str) -> float:
+        return score_components(gold, records)["strict"]["per_type"].get(label, {}).get("f", 0.0)
+
+    return _tune_per_label(pipe, docs, predictions, gold, {lab: lab for lab in pipe.labels},
+                           support, f_of, grid, min_support, tolerance)
 
 
 def device_counts(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> List[Tuple[str, int, int]]:
