@@ -112,6 +112,12 @@ OBJECT_COMPONENT: Dict[str, str] = {
     "hyperbole": "hyperbole_object",
 }
 
+#: The component that names what a requested (generated) device is about:
+#: the object of CERD's RG for metaphor, personification and hyperbole, and
+#: the marker (the word the branches repeat) for parallelism, which CERD's
+#: RG leaves out and our suggestions cover.
+REQUEST_OBJECT: Dict[str, str] = {**OBJECT_COMPONENT, "parallelism": "parallelism_marker"}
+
 #: ConFiguRe's 12 figure types: label -> Chinese name.
 CONFIGURE_FIGURES: Dict[str, str] = {
     "metaphor": "比喻",

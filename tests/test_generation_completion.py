@@ -54,7 +54,7 @@ def test_prompt_shows_shots_and_leaves_the_request_open(records):
         assert f"本体：{shot.object.strip()}\n句子：{shot.target.strip()}\n" in prompt
     assert render_rg_completion("hyperbole", "作业").endswith("上文：（无）\n修辞：夸张\n夸张对象：作业\n句子：")
     with pytest.raises(ValueError):
-        render_rg_completion("parallelism", "我们")
+        render_rg_completion("litotes", "我们")
     with pytest.raises(ValueError):
         render_rg_completion("metaphor", "  ")
 
@@ -65,7 +65,7 @@ def test_shots_are_seeded_and_topped_up_with_our_own(records):
     # The derived records are all metaphors: other devices use the project's examples.
     own = select_shots(records, "personification", 2)
     assert own == [r for r in builtin_shots() if r.rhetoric == "personification"][:2]
-    assert {r.rhetoric for r in builtin_shots()} == {"metaphor", "personification", "hyperbole"}
+    assert {r.rhetoric for r in builtin_shots()} == {"metaphor", "personification", "hyperbole", "parallelism"}
 
 
 @pytest.mark.parametrize(

@@ -73,8 +73,10 @@ def test_generate_reranks_by_logprob_and_reports_failures():
         out = gen.generate("今天晚上很安静。我走到窗前。", "metaphor", "月光", n=4)
     texts = [c.text for c in out if c.ok]
     # Same total logprob: the longer sentence scores higher per character; the duplicate is merged.
+    # Unverified here (a blank pipeline has no analyser): the score is the reranker's term alone.
     assert texts == ["月光像一层薄纱。", "月光如水"]
-    assert out[1].repaired and out[0].score == pytest.approx(-2 / 8) and out[1].score == pytest.approx(-2 / 4)
+    assert out[1].repaired and out[0].score == pytest.approx(0.1 * -2 / 8) and out[1].score == pytest.approx(0.1 * -2 / 4)
+    assert out[0].verified is None and "no rhetoric_textcat" in out[0].reason
     assert [c.raw for c in out if not c.ok] == ["no json"] and out[-1].score is None
     prompt = srv.requests[0].body["messages"][0]["content"]
     assert "月光" in prompt and "我走到窗前。" in prompt and "比喻" in prompt
@@ -113,7 +115,7 @@ def test_bad_input():
             long_doc._.rhetoric_suggestions[0]["object"] is None
         gen = nlp.get_pipe("rhetoric_generator")
         with pytest.raises(ValueError):
-            gen.generate("上文。", "parallelism", "我们")
+            gen.generate("上文。", "litotes", "我们")
         with pytest.raises(ValueError):
             gen.generate("上文。", "metaphor", "  ")
         # English text still gets a prompt; the answer is whatever the server says.

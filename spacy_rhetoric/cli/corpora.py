@@ -222,12 +222,18 @@ def rg_records_cmd(
     cmdag_dir: Optional[Path] = typer.Option(None, "--cmdag-dir", exists=True, file_okay=False, help="CMDAG folder"),
     simile_split: List[str] = typer.Option(["Train"], "--simile-split", help="Train, Dev and/or Test"),
     cmdag_split: List[str] = typer.Option(["val"], "--cmdag-split", help="val and/or test"),
+    essays: List[Path] = typer.Option([], "--essays", exists=True, dir_okay=False, help="Team-annotated PSE-I essays (annotations/pse-i-cerd/*.jsonl): records of all four devices; repeatable"),
     k: int = typer.Option(3, "--k", help="Preceding sentences kept as context"),
 ) -> None:
-    """Derive RG training records (object = tenor, device = metaphor) from the simile corpus and CMDAG."""
-    from ..llm.records import derive_rg_records, write_jsonl
+    """Derive RG records: metaphors (object = tenor) from the simile corpus and CMDAG; all four devices from annotated essays."""
+    from collections import Counter
+
+    from ..llm.records import derive_rg_records, essay_rg_records, write_jsonl
 
     records, stats = derive_rg_records(simile_dir, cmdag_dir, simile_splits=simile_split, cmdag_splits=cmdag_split, k=k)
+    for path in essays:
+        stats[f"essays {path.name}"] = Counter()
+        records.extend(essay_rg_records(path, k=k, stats=stats[f"essays {path.name}"]))
     n = write_jsonl(records, output)
     for source, counts in stats.items():
         typer.echo(f"{source}: " + ", ".join(f"{key} {value}" for key, value in sorted(counts.items())))

@@ -23,8 +23,8 @@ REPETITION_PENALTY = typer.Option(1.1, "--repetition-penalty", help="Penalty on 
 
 @app.command("generate")
 def generate_cmd(
-    rhetoric: str = typer.Option(..., "--rhetoric", "-r", help="metaphor, personification or hyperbole"),
-    obj: str = typer.Option(..., "--object", help="Tenor / personification object / hyperbole object"),
+    rhetoric: str = typer.Option(..., "--rhetoric", "-r", help="metaphor, personification, hyperbole or parallelism"),
+    obj: str = typer.Option(..., "--object", help="Tenor / personification object / hyperbole object / parallelism marker"),
     context: str = typer.Option("", "--context", "-c", help="Preceding text (its last k sentences are used)"),
     context_file: Optional[Path] = typer.Option(None, "--context-file", exists=True, dir_okay=False, help="Read the preceding text from this file"),
     n: int = typer.Option(3, "--n", help="Candidates to generate"),
@@ -44,8 +44,15 @@ def generate_cmd(
     top_p: float = TOP_P,
     repetition_penalty: float = REPETITION_PENALTY,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for sampling (--model-path)"),
+    analyser: str = typer.Option("zh_rhetoric", "--analyser", help="Pipeline (package or folder) that verifies each candidate in its context"),
+    no_verify: bool = typer.Option(False, "--no-verify", help="Return the candidates unverified"),
+    weights: str = typer.Option("", "--weights", help="Ranking weights, e.g. analyser=1,fluency=0.1,reranker=0.1 (missing ones keep their defaults)"),
+    time_budget: float = typer.Option(0.0, "--time-budget", help="Seconds for drawing candidates (0 = none); drawn in rounds of --round-size"),
+    round_size: int = typer.Option(0, "--round-size", help="Candidates per round (0 = all N at once)"),
+    kenlm: Optional[Path] = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM model for the fluency term (spacy project run kenlm-model)"),
 ) -> None:
-    """Generate sentences using a rhetorical device on an object (CERD RG); prints JSON lines, best first.
+    """Generate sentences using a rhetorical device on an object (CERD RG), verify each with the analyser;
+    prints JSON lines, verified ones first, and a summary line on stderr.
     A bad setting or a model that cannot be used is one line on stderr and exit code 1."""
     import json
 
@@ -55,42 +62,32 @@ def generate_cmd(
         gen = _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty,
                              seed, n_context=k, n_candidates=n, temperature=temperature, max_new_tokens=max_new_tokens,
                              language=language, prompt_style=style, shots_path=str(shots) if shots else None,
-                             n_shots=n_shots)
-        candidates = gen.generate(text, rhetoric, obj, n)
+                             n_shots=n_shots, verify=not no_verify, analyser=None if no_verify else analyser,
+                             weights=parse_weights(weights), kenlm_path=str(kenlm) if kenlm else None,
+                             time_budget=time_budget, round_size=round_size)
+        result = gen.suggest(text, rhetoric, obj, n)
     except (ValueError, OSError) as err:
         typer.echo(f"rhetoric generate: {' '.join(str(err).split())}", err=True)
         raise typer.Exit(1)
-    for cand in candidates:
+    for cand in result.candidates:
         typer.echo(json.dumps(cand.to_dict(), ensure_ascii=False))
+    typer.echo(f"rhetoric generate: {result.message(analyser)}", err=True)
 
 
-def resolve_prompt_style(style: str, model_path: Optional[str]) -> str:
-    """``style`` itself, or for ``"auto"``: ``"completion"`` for a local
-    model whose tokenizer has no chat template (a base LM, e.g. the Gemma 3
-    270M asset), else ``"instruction"``. Raises OSError when the local
-    tokenizer cannot be loaded."""
-    if style != "auto":
-        return style
-    if model_path is None:
-        return "instruction"
-    from ..llm.transformers_backend import load_local_tokenizer
-
-    return "instruction" if getattr(load_local_tokenizer(model_path), "chat_template", None) else "completion"
-
-
-def _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty, seed, **settings):
-    """A RhetoricGenerator on a local model (--model-path) or a server (--base-url)."""
-    from ..components.rhetoric_generator import RhetoricGenerator
-    from ..llm.openai_compatible import OpenAICompatibleBackend
-    from ..llm.transformers_backend import TransformersBackend
-
-    if (model_path is None) == (base_url is None):
-        raise typer.BadParameter("give exactly one of --model-path or --base-url")
-    if model_path is not None:
-        backend = TransformersBackend(model_path, adapter_path, top_p=top_p, repetition_penalty=repetition_penalty, seed=seed)
-    else:
-        backend = OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=timeout)
-    return RhetoricGenerator(None, backend, **settings)
+def parse_weights(text: str) -> dict:
+    """``"analyser=1,fluency=0.1"`` -> ``{"analyser": 1.0, "fluency": 0.1}``.
+    Raises ValueError for an item without ``=`` or a value that is not a
+    number (names are checked by the generator)."""
+    out = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--weights: {item!r} is not name=value")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--weights: {value!r} is not a number") from None
+    return out
 
 
 @app.command("generate-records")
@@ -136,6 +133,65 @@ def generate_records_cmd(
     written = generate_records(pairs, output, system=system, generator=generator, batch_size=batch_size, resume=resume)
     seconds = time.perf_counter() - start
     typer.echo(f"{system}: {written} records written to {output} in {seconds:.1f} s ({len(pairs)} in the sample, seed {sample_seed})", err=True)
+
+
+@app.command("evaluate-suggestions")
+def evaluate_suggestions_cmd(
+    requests: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Held-out RG records (rg-records --essays), test first; later files top up devices with too few"),
+    output: Path = typer.Option(..., "--output", "-o", help="JSONL: one row per request (candidates, verdicts, success at each N)"),
+    summary_path: Path = typer.Option(..., "--summary", help="JSON summary: success at each N per device, fluency, latency"),
+    system: str = typer.Option(..., "--system", help="Name of the system (written into the summary)"),
+    model_path: str = typer.Option(..., "--model-path", help="Local transformers model"),
+    adapter_path: Optional[str] = ADAPTER_PATH,
+    analyser: str = typer.Option("pipelines/zh_rhetoric", "--analyser", help="Pipeline that verifies (name or folder)"),
+    kenlm: Optional[Path] = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM model: fluency term of the ranking and the fluency report"),
+    ns: str = typer.Option("1,4,8", "--ns", help="Candidates per request to report success at (comma-separated)"),
+    per_device: int = typer.Option(50, "--per-device", help="Requests per device"),
+    sample_seed: int = typer.Option(0, "--sample-seed"),
+    n_shots: int = typer.Option(4, "--n-shots", help="Shots per completion prompt (0 for a LoRA model trained without)"),
+    k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
+    temperature: float = typer.Option(0.8, "--temperature"),
+    top_p: float = TOP_P,
+    repetition_penalty: float = REPETITION_PENALTY,
+    max_new_tokens: int = typer.Option(64, "--max-new-tokens"),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed"),
+    batch: int = typer.Option(4, "--batch", help="Requests generated together (throughput; latency is timed one request at a time)"),
+    latency_sample: int = typer.Option(16, "--latency-sample", help="Requests timed one at a time at each N (0 = none)"),
+    resume: bool = typer.Option(False, "--resume", help="Keep the rows already in OUTPUT and add the rest"),
+) -> None:
+    """Verified suggestions on held-out requests: success per request at N = 1, 4, 8 per device, latency, fluency."""
+    import json
+
+    from ..evaluation.ngram_lm import load_kenlm
+    from ..evaluation.suggestions import held_out_requests, read_rows, request_rows, summarize, time_requests
+    from ..llm.verify import pipeline_analyser
+    from ..pipeline import load_pipeline
+
+    counts = sorted({int(x) for x in ns.split(",") if x.strip()})
+    picked = held_out_requests(requests, per_device, sample_seed)
+    gen = _cli_generator(model_path, adapter_path, None, "default", None, 60.0, top_p, repetition_penalty, seed,
+                         n_context=k, n_candidates=max(counts), temperature=temperature, max_new_tokens=max_new_tokens,
+                         prompt_style="completion", n_shots=n_shots, analyser=None,
+                         kenlm_path=str(kenlm) if kenlm else None)
+    gen.backend.batch_size = batch
+    gen.set_analyser(pipeline_analyser(load_pipeline(analyser)))
+    rows = read_rows(output) if resume else []
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("a" if resume else "w", encoding="utf8") as fh:
+        for row in request_rows(gen, picked, counts, batch=batch, done={r["id"] for r in rows}):
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.flush()
+            rows.append(row)
+    lm = load_kenlm(kenlm) if kenlm else None
+    result = {"system": system, "model_path": model_path, "adapter_path": adapter_path, "analyser": analyser,
+              "n_shots": n_shots, "k": k, "temperature": temperature, "per_device": per_device,
+              "requests": [str(p) for p in requests], "summary": summarize(rows, counts, lm)}
+    if latency_sample:
+        gen.backend.batch_size = max(counts)
+        result["latency"] = time_requests(gen, picked[::max(1, len(picked) // latency_sample)][:latency_sample], counts)
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    summary_path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+    typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
 
 
 @app.command("finetune")

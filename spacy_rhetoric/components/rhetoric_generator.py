@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -39,7 +40,8 @@ from ..llm.completion import select_shots
 from ..llm.prompts import RG_DEVICES, ParsedAnswer
 from ..llm.records import RGRecord, read_jsonl, split_sentences
 from ..llm.tasks import PROMPT_STYLES, RGRequest, make_rg_task
-from ..taxonomy import LITERAL, OBJECT_COMPONENT
+from ..llm.verify import Analyse, Verdict, check_weights, kenlm_fluency, pipeline_analyser, rank_score, verify
+from ..taxonomy import LITERAL, REQUEST_OBJECT
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +63,11 @@ class Candidate:
     log-probability (natural log) or None. raw: the model's raw answer.
     error: why it failed (backend error or unparseable answer), else None.
     repaired: True when the answer needed the parser's repair step.
+    verified: the analyser found the requested device on the requested
+    object (None: not checked, e.g. verification off or a failure);
+    evidence: what it found, offsets in characters of ``text``; reason: why
+    it is not verified; analyser_score, fluency: the ranking terms of
+    :mod:`spacy_rhetoric.llm.verify` (fluency None without a KenLM model).
     """
 
     text: str
@@ -69,6 +76,11 @@ class Candidate:
     raw: str
     error: Optional[str] = None
     repaired: bool = False
+    verified: Optional[bool] = None
+    evidence: List[dict] = field(default_factory=list)
+    reason: str = ""
+    analyser_score: Optional[float] = None
+    fluency: Optional[float] = None
 
     @property
     def ok(self) -> bool:
@@ -76,6 +88,40 @@ class Candidate:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class Suggestion:
+    """What one request returns: ``candidates`` (verified ones first, best
+    first, then unverified ones, then failures), ``n_drawn`` (answers drawn),
+    ``n_verified``, ``verification`` ("on", or "off: <why>"), and
+    ``budget_exhausted`` (drawing stopped at ``time_budget`` before N),
+    ``seconds`` (wall time of the request) and ``drawn`` (each answer's
+    parsed text in the order drawn, "" for a failure: the first k of a
+    sampled draw are a draw of k)."""
+
+    candidates: List[Candidate]
+    n_drawn: int
+    n_verified: int
+    verification: str
+    budget_exhausted: bool = False
+    seconds: float = 0.0
+    drawn: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["candidates"] = [c.to_dict() for c in self.candidates]
+        return out
+
+    def message(self, analyser: str = "the analyser") -> str:
+        """What was verified, in one sentence for the reader."""
+        budget = " (the time budget was spent)" if self.budget_exhausted else ""
+        if self.verification != "on":
+            return f"{self.n_drawn} candidates drawn{budget}, not verified (verification {self.verification}): check each yourself"
+        if self.n_verified == 0:
+            return (f"none of the {self.n_drawn} candidates drawn{budget} was verified: {analyser} did not find the "
+                    "requested device on the object in any; they are listed as unverified")
+        return f"{self.n_verified} of {self.n_drawn} candidates drawn{budget} verified by {analyser}; verified ones first"
 
 
 @registry.misc("spacy_rhetoric.LogprobReranker.v1")
@@ -136,6 +182,13 @@ def make_logprob_reranker(length_normalize: bool = True) -> Reranker:
         "prompt_style": "instruction",
         "shots_path": None,
         "n_shots": 4,
+        "verify": True,
+        "analyser": "self",
+        "weights": {"analyser": 1.0, "fluency": 0.1, "reranker": 0.1},
+        "kenlm_path": None,
+        "time_budget": 0.0,
+        "round_size": 0,
+        "min_branches": 3,
     },
 )
 def make_rhetoric_generator(
@@ -155,6 +208,13 @@ def make_rhetoric_generator(
     prompt_style: str,
     shots_path: Optional[str],
     n_shots: int,
+    verify: bool,
+    analyser: Optional[str],
+    weights: Dict[str, float],
+    kenlm_path: Optional[str],
+    time_budget: float,
+    round_size: int,
+    min_branches: int,
 ) -> "RhetoricGenerator":
     """Factory of :class:`RhetoricGenerator` (see there for the settings)."""
     return RhetoricGenerator(
@@ -174,6 +234,14 @@ def make_rhetoric_generator(
         prompt_style=prompt_style,
         shots_path=shots_path,
         n_shots=n_shots,
+        verify=verify,
+        analyser=analyser,
+        weights=weights,
+        kenlm_path=kenlm_path,
+        time_budget=time_budget,
+        round_size=round_size,
+        min_branches=min_branches,
+        nlp=nlp,
     )
 
 
@@ -208,6 +276,20 @@ class RhetoricGenerator:
         completion shots from; None = the project's own examples.
     n_shots: shots per prompt (completion style). The shots are chosen once
         per device with a fixed seed and saved with the component.
+    verify: analyse every candidate in its context and return the verified
+        ones first (:mod:`spacy_rhetoric.llm.verify`).
+    analyser: the pipeline that verifies: ``"self"`` (the components before
+        this one in its own pipeline, when they include ``rhetoric_textcat``),
+        a pipeline name or path (loaded at the first request), or None (off).
+        :meth:`set_analyser` sets any callable instead (the service does).
+    weights: ranking weights ``{"analyser", "fluency", "reranker"}`` (see
+        :func:`~spacy_rhetoric.llm.verify.rank_score`).
+    kenlm_path: KenLM model for the fluency term (``spacy project run
+        kenlm-model``); None leaves the term out.
+    time_budget: seconds per request for drawing candidates (0 = none):
+        candidates are drawn in rounds of ``round_size`` (0 = all N in one
+        round) and no new round starts once the budget is spent.
+    min_branches: branches the linker must group for a verified parallelism.
 
     Raises ``ValueError`` for an unknown policy, device, language or prompt
     style, or a completion style with a backend that has no ``complete``.
@@ -232,6 +314,14 @@ class RhetoricGenerator:
         prompt_style: str = "instruction",
         shots_path: Optional[str] = None,
         n_shots: int = 4,
+        verify: bool = True,
+        analyser: Optional[str] = "self",
+        weights: Optional[Dict[str, float]] = None,
+        kenlm_path: Optional[str] = None,
+        time_budget: float = 0.0,
+        round_size: int = 0,
+        min_branches: int = 3,
+        nlp: Optional[Language] = None,
     ) -> None:
         if prompt_style not in PROMPT_STYLES:
             raise ValueError(Errors.R003.format(styles=PROMPT_STYLES, value=prompt_style))
@@ -244,8 +334,8 @@ class RhetoricGenerator:
             raise ValueError(Errors.R001.format(devices=RG_DEVICES, value=bad))
         if language not in ("zh", "en"):
             raise ValueError(Errors.R008.format(languages=["en", "zh"], value=language))
-        if n_candidates < 1 or n_context < 0:
-            raise ValueError("n_candidates must be >= 1 and n_context >= 0")
+        if n_candidates < 1 or n_context < 0 or round_size < 0 or time_budget < 0 or min_branches < 2:
+            raise ValueError("n_candidates must be >= 1, n_context, round_size and time_budget >= 0, min_branches >= 2")
         self.vocab = vocab
         self.name = name
         self.backend = backend
@@ -262,7 +352,23 @@ class RhetoricGenerator:
             "max_sentence_chars": int(max_sentence_chars),
             "prompt_style": prompt_style,
             "shots": _choose_shots(shots_path, n_shots) if prompt_style == "completion" else {},
+            "verify": bool(verify),
+            "analyser": analyser,
+            "weights": check_weights(dict(weights or {})),
+            "kenlm_path": kenlm_path,
+            "time_budget": float(time_budget),
+            "round_size": int(round_size),
+            "min_branches": int(min_branches),
         }
+        self._nlp = nlp
+        self._analyse: Optional[Analyse] = None
+        self._kenlm: Any = None
+
+    def set_analyser(self, analyse: Optional[Analyse]) -> None:
+        """Verify with ``analyse`` (``texts -> analysis records``), e.g. a
+        stub in tests or the service's locked pipeline; None = back to the
+        ``analyser`` setting."""
+        self._analyse = analyse
 
     # -- plain Python API ---------------------------------------------------
     def generate(
@@ -281,13 +387,36 @@ class RhetoricGenerator:
             sentences), or None/empty for no context.
         rhetoric: metaphor, personification or hyperbole. object: the tenor /
             personification object / hyperbole object.
-        Returns successful candidates best first (by the reranker), then
-        failures (``ok`` False, with raw answer and error). Raises
-        ``ValueError`` for an unknown device or an empty object.
+        Returns :attr:`Suggestion.candidates`: verified candidates best
+        first, then unverified ones, then failures (``ok`` False, with raw
+        answer and error). Raises ``ValueError`` for an unknown device or an
+        empty object.
         """
+        return self.suggest(doc_or_context, rhetoric, object, n, original=original).candidates
+
+    def suggest(
+        self,
+        doc_or_context: Union[Doc, Sequence[str], str, None],
+        rhetoric: str,
+        object: str,
+        n: Optional[int] = None,
+        *,
+        original: Optional[str] = None,
+        weights: Optional[Dict[str, float]] = None,
+        time_budget: Optional[float] = None,
+    ) -> Suggestion:
+        """Draw ``n`` candidates, verify and rank them (see :meth:`generate`);
+        the :class:`Suggestion` also says how many were drawn and verified.
+        weights, time_budget: this request's ranking weights (missing names
+        keep the component's) and time budget in seconds, instead of the
+        component's settings. Raises ``ValueError`` for an unknown or
+        negative weight or a negative budget."""
         context = self._context_of(doc_or_context)
-        results = self._run([(context, rhetoric, object, original)], n or self.cfg["n_candidates"])
-        return results[0]
+        if time_budget is not None and time_budget < 0:
+            raise ValueError(f"time_budget must be >= 0 seconds, got {time_budget}")
+        merged = check_weights({**self.cfg["weights"], **(weights or {})})
+        return self._run([(context, rhetoric, object, original)], n or self.cfg["n_candidates"],
+                         weights=merged, time_budget=time_budget)[0]
 
     # -- pipeline API -------------------------------------------------------
     def __call__(
@@ -387,7 +516,7 @@ class RhetoricGenerator:
                     "skipped": None,
                 }
                 if entry["object"] is None:
-                    entry["skipped"] = f"no {OBJECT_COMPONENT.get(entry['rhetoric'], 'object')} found in the sentence"
+                    entry["skipped"] = f"no {REQUEST_OBJECT.get(entry['rhetoric'], 'object')} found in the sentence"
                 elif len(sent.text) > self.cfg["max_sentence_chars"]:
                     entry["skipped"] = f"sentence longer than max_sentence_chars={self.cfg['max_sentence_chars']}"
                 else:
@@ -398,9 +527,11 @@ class RhetoricGenerator:
                 suggestions.append(entry)
             doc._.rhetoric_suggestions = suggestions
         if jobs:
-            for entry, cands in zip(slots, self._run(jobs, self.cfg["n_candidates"])):
-                entry["candidates"] = [c.to_dict() for c in cands if c.ok]
-                entry["failures"] = [{"raw": c.raw, "error": c.error} for c in cands if not c.ok]
+            for entry, result in zip(slots, self._run(jobs, self.cfg["n_candidates"])):
+                entry["candidates"] = [c.to_dict() for c in result.candidates if c.ok]
+                entry["failures"] = [{"raw": c.raw, "error": c.error} for c in result.candidates if not c.ok]
+                entry.update(n_verified=result.n_verified, verification=result.verification,
+                             budget_exhausted=result.budget_exhausted)
         return docs
 
     @property
@@ -410,16 +541,64 @@ class RhetoricGenerator:
         shots = {dev: [RGRecord(**s) for s in recs] for dev, recs in self.cfg.get("shots", {}).items()}
         return make_rg_task(self.cfg.get("prompt_style", "instruction"), language=self.cfg["language"], shots=shots)
 
-    def _run(self, jobs: List[tuple], n: int) -> List[List[Candidate]]:
-        """jobs: ``(context, rhetoric, object, original)``; one backend call."""
+    def _run(self, jobs: List[tuple], n: int, *, weights: Optional[Dict[str, float]] = None,
+             time_budget: Optional[float] = None) -> List[Suggestion]:
+        """jobs: ``(context, rhetoric, object, original)``. Candidates are
+        drawn in rounds (one backend call each, all jobs batched) until ``n``
+        are drawn or ``time_budget`` is spent, then verified and ranked."""
+        start = time.perf_counter()
         task = self.task
-        requests = [RGRequest(list(ctx), r, o, orig) for ctx, r, o, orig in jobs]
-        answers = task.call(self.backend, task.generate_prompts(requests), n=n,
+        prompts = task.generate_prompts([RGRequest(list(ctx), r, o, orig) for ctx, r, o, orig in jobs])
+        size = self.cfg.get("round_size", 0) or n
+        budget = self.cfg.get("time_budget", 0.0) if time_budget is None else time_budget
+        answers: List[List[Completion]] = [[] for _ in jobs]
+        parsed: List[List[ParsedAnswer]] = [[] for _ in jobs]
+        while len(answers[0]) < n:
+            if budget and answers[0] and time.perf_counter() - start >= budget:
+                break
+            got = task.call(self.backend, prompts, n=min(size, n - len(answers[0])),
                             temperature=self.cfg["temperature"], max_new_tokens=self.cfg["max_new_tokens"])
-        parsed = task.parse_responses(answers)
-        return [self._rank(job, comps, p) for job, comps, p in zip(jobs, answers, parsed)]
+            for i, (comps, p) in enumerate(zip(got, task.parse_responses(got))):
+                answers[i].extend(comps)
+                parsed[i].extend(p)
+        weights = weights or self.cfg["weights"]
+        out = [self._rank(job, comps, p, weights) for job, comps, p in zip(jobs, answers, parsed)]
+        for result in out:
+            result.budget_exhausted = len(answers[0]) < n
+            result.seconds = time.perf_counter() - start
+        return out
 
-    def _rank(self, job: tuple, completions: List[Completion], answers: List[ParsedAnswer]) -> List[Candidate]:
+    def _analyser(self) -> Tuple[Optional[Analyse], str]:
+        """The analyser to verify with and the verification status."""
+        if not self.cfg.get("verify", True):
+            return None, "off: verify = false"
+        if self._analyse is not None:
+            return self._analyse, "on"
+        name = self.cfg.get("analyser")
+        if name is None:
+            return None, "off: no analyser configured"
+        if name == "self":
+            if self._nlp is None or "rhetoric_textcat" not in self._nlp.pipe_names:
+                return None, "off: this pipeline has no rhetoric_textcat (set analyser to a pipeline)"
+            self._analyse = pipeline_analyser(self._nlp, before=self.name)
+        else:
+            from ..pipeline import load_pipeline
+
+            self._analyse = pipeline_analyser(load_pipeline(name))
+        return self._analyse, "on"
+
+    def _fluency(self, texts: List[str]) -> List[Optional[float]]:
+        path = self.cfg.get("kenlm_path")
+        if not path:
+            return [None] * len(texts)
+        if self._kenlm is None:
+            from ..evaluation.ngram_lm import load_kenlm
+
+            self._kenlm = load_kenlm(path)
+        return kenlm_fluency(self._kenlm, texts)
+
+    def _rank(self, job: tuple, completions: List[Completion], answers: List[ParsedAnswer],
+              weights: Dict[str, float]) -> Suggestion:
         context, rhetoric, obj, _ = job
         good: Dict[str, Candidate] = {}
         failures: List[Candidate] = []
@@ -445,12 +624,23 @@ class RhetoricGenerator:
             )
             if len(scores) != len(ranked):
                 raise ValueError(Errors.R010.format(n_scores=len(scores), n_candidates=len(ranked)))
-            for cand, score in zip(ranked, scores):
-                cand.score = float(score)
-            ranked.sort(key=lambda c: c.score, reverse=True)
+            analyse, status = self._analyser()
+            texts = [c.text for c in ranked]
+            verdicts = verify(analyse, context, rhetoric, obj, texts, min_branches=self.cfg.get("min_branches", 3)) \
+                if analyse else [Verdict(None, reason=f"not verified: verification {status}") for _ in ranked]
+            for cand, score, verdict, fluency in zip(ranked, scores, verdicts, self._fluency(texts)):
+                cand.verified, cand.evidence, cand.reason = verdict.verified, verdict.evidence, verdict.reason
+                cand.analyser_score = verdict.analyser_score if analyse else None
+                cand.fluency = None if fluency is None else round(fluency, 4)
+                cand.score = rank_score(verdict, fluency, float(score), weights)
+            ranked.sort(key=lambda c: (c.verified is True, c.score), reverse=True)
+        else:
+            status = self._analyser()[1]
         if failures:
             logger.info("%d of %d answers failed: %s", len(failures), len(completions), failures[0].error)
-        return ranked + failures
+        n_verified = sum(c.verified is True for c in ranked)
+        drawn = [p.generation if c.ok and p.ok else "" for c, p in zip(completions, answers)]
+        return Suggestion(ranked + failures, len(completions), n_verified, status, drawn=drawn)
 
 
 def _choose_shots(shots_path: Optional[str], n_shots: int) -> Dict[str, List[dict]]:
@@ -497,7 +687,7 @@ def _find_object(doc: Doc, sent: Span, rhetoric: str) -> Optional[str]:
     """The object for ``rhetoric`` in ``sent``: a predicted component span of
     the device's object type (``doc.spans["rhetoric_components"]``), else the
     first noun/proper noun when the doc has POS tags, else None."""
-    label = OBJECT_COMPONENT.get(rhetoric)
+    label = REQUEST_OBJECT.get(rhetoric)
     if "rhetoric_components" in doc.spans:
         for span in doc.spans["rhetoric_components"]:
             if span.label_ == label and sent.start <= span.start and span.end <= sent.end:

@@ -30,7 +30,7 @@ from importlib import resources
 from typing import Dict, List, Optional, Sequence
 
 from ..errors import Errors
-from ..taxonomy import COARSE_ZH, COMPONENT_ZH, OBJECT_COMPONENT
+from ..taxonomy import COARSE_ZH, COMPONENT_ZH, REQUEST_OBJECT
 from .prompts import RG_DEVICES, ParsedAnswer, template_environment
 from .records import RGRecord, read_jsonl
 
@@ -54,7 +54,7 @@ def _item(r: RGRecord, with_target: bool) -> Dict[str, Optional[str]]:
     return {
         "context": join_sentences(r.previous_sentences),
         "rhetoric_zh": COARSE_ZH[r.rhetoric],
-        "object_role_zh": COMPONENT_ZH[OBJECT_COMPONENT[r.rhetoric]],
+        "object_role_zh": COMPONENT_ZH[REQUEST_OBJECT[r.rhetoric]],
         "object": r.object.strip(),
         "target": r.target.strip() if with_target else None,
     }
@@ -69,7 +69,7 @@ def render_rg_completion(
     """The few-shot completion prompt: the shots solved, then the request
     with ``句子：`` left open. Raises ``ValueError`` for a device outside
     ``RG_DEVICES`` or an empty object."""
-    if rhetoric not in OBJECT_COMPONENT:
+    if rhetoric not in REQUEST_OBJECT:
         raise ValueError(Errors.R001.format(devices=RG_DEVICES, value=rhetoric))
     if not object or not object.strip():
         raise ValueError(Errors.R002)

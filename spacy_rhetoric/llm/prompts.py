@@ -21,13 +21,13 @@ from typing import List, Optional, Sequence
 import jinja2
 
 from ..errors import Errors
-from ..taxonomy import COARSE_ZH, COMPONENT_ZH, OBJECT_COMPONENT
+from ..taxonomy import COARSE_ZH, COMPONENT_ZH, REQUEST_OBJECT
 from .base import Message
 
 #: Prompt language -> template file in ``spacy_rhetoric/prompts``.
 RG_TEMPLATES = {"zh": "rg_zh.jinja2", "en": "rg_en.jinja2"}
 #: Coarse devices RG can ask for (CERD excludes parallelism and literal).
-RG_DEVICES = tuple(OBJECT_COMPONENT)
+RG_DEVICES = tuple(REQUEST_OBJECT)
 ANSWER_FIELD = "generation"
 
 
@@ -61,13 +61,13 @@ def render_rg_prompt(
         to rewrite (not part of CERD's prompt; used for rewrite suggestions).
     Raises ``ValueError`` for an unknown device or language or an empty object.
     """
-    if rhetoric not in OBJECT_COMPONENT:
+    if rhetoric not in REQUEST_OBJECT:
         raise ValueError(Errors.R001.format(devices=RG_DEVICES, value=rhetoric))
     if language not in RG_TEMPLATES:
         raise ValueError(Errors.R008.format(languages=sorted(RG_TEMPLATES), value=language))
     if not object or not object.strip():
         raise ValueError(Errors.R002)
-    role = OBJECT_COMPONENT[rhetoric]
+    role = REQUEST_OBJECT[rhetoric]
     template = template_environment().get_template(RG_TEMPLATES[language])
     return template.render(
         rhetoric=rhetoric,

@@ -39,7 +39,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Un
 
 from ..corpora.jsonio import iter_jsonl_objects, load_json_list
 from ..errors import CorpusFormatError
-from ..taxonomy import COARSE_ZH, OBJECT_COMPONENT
+from ..taxonomy import COARSE_ZH, OBJECT_COMPONENT, REQUEST_OBJECT
 from .prompts import RG_DEVICES
 
 #: Sentence end: 。！？!?… (and runs of them), followed by closing quotes or
@@ -265,6 +265,87 @@ def derive_rg_records(
                 raise FileNotFoundError(f"CMDAG split file not found: {f}")
             records.extend(cmdag_rg_records(f, k=k, stats=stats["cmdag"]))
     return records, stats
+
+
+# -- annotated essays (all four devices) -------------------------------------
+def essay_rg_records(
+    path: Union[str, Path],
+    *,
+    k: int = 3,
+    devices: Sequence[str] = RG_DEVICES,
+    stats: Optional[Counter] = None,
+) -> List[RGRecord]:
+    """RG records of the team-annotated PSE-I essays (``annotations/pse-i-cerd/*.jsonl``,
+    validated by :func:`spacy_rhetoric.corpora.pse_i_cerd.read_records`).
+
+    - metaphor, personification, hyperbole: one record per sentence labelled
+      with the device that has a gold object component (``REQUEST_OBJECT``:
+      tenor, personification_object, hyperbole_object); object = the first
+      such component; target = the sentence.
+    - parallelism: one record per maximal run of consecutive sentences of a
+      paragraph labelled parallelism (PSE-I's branches are often whole
+      sentences, so the run is the parallelism); object = its first
+      ``parallelism_marker``; target = the run's sentences joined.
+
+    Context = the at most ``k`` sentences of the essay before the target.
+    ``meta`` names the essay, paragraph and sentence(s). Sentences of a
+    device without its object component are skipped and counted
+    (``no_object/<device>``). Raises CorpusFormatError for malformed lines.
+    """
+    from ..corpora.pse_i_cerd import read_records
+
+    stats = stats if stats is not None else Counter()
+    essays: Dict[str, List[dict]] = {}
+    for _, rec in read_records(Path(path)):
+        essays.setdefault(str(rec["essay"]), []).append(rec)
+    out: List[RGRecord] = []
+    for essay, recs in essays.items():
+        recs.sort(key=lambda r: (int(r["para"]), int(r["sent"])))
+        texts = [r["text"] for r in recs]
+        for i, rec in enumerate(recs):
+            for device in devices:
+                if device == "parallelism" or device not in rec["coarse"]:
+                    continue
+                obj = _first_component(rec, REQUEST_OBJECT[device])
+                if obj is None:
+                    stats[f"no_object/{device}"] += 1
+                    continue
+                out.append(_essay_record(device, obj, [i], texts, recs, k, str(path)))
+                stats[device] += 1
+        if "parallelism" in devices:
+            for run in _parallelism_runs(recs):
+                obj = next((o for j in run if (o := _first_component(recs[j], REQUEST_OBJECT["parallelism"]))), None)
+                if obj is None:
+                    stats["no_object/parallelism"] += 1
+                    continue
+                out.append(_essay_record("parallelism", obj, run, texts, recs, k, str(path)))
+                stats["parallelism"] += 1
+    return out
+
+
+def _first_component(rec: dict, label: str) -> Optional[str]:
+    return next((c["text"] for c in rec["components"] if c["label"] == label and c["text"].strip()), None)
+
+
+def _parallelism_runs(recs: List[dict]) -> List[List[int]]:
+    """Indices of maximal runs of consecutive parallelism sentences, each
+    inside one paragraph."""
+    runs: List[List[int]] = []
+    for i, rec in enumerate(recs):
+        if "parallelism" not in rec["coarse"]:
+            continue
+        if runs and runs[-1][-1] == i - 1 and recs[i - 1]["para"] == rec["para"]:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+def _essay_record(device: str, obj: str, idx: List[int], texts: List[str], recs: List[dict], k: int, source: str) -> RGRecord:
+    first = idx[0]
+    context = [t.strip() for t in texts[max(0, first - k) : first] if t.strip()] if k else []
+    meta = {"essay": recs[first]["essay"], "para": recs[first]["para"], "sents": [recs[j]["sent"] for j in idx]}
+    return RGRecord(device, obj.strip(), "".join(texts[j] for j in idx).strip(), context, source=source, meta=meta)
 
 
 # -- JSONL -----------------------------------------------------------------

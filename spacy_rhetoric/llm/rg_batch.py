@@ -135,7 +135,7 @@ def _generate(generator: Any, batch: List[tuple]) -> List[Optional[list]]:
     if generator is None:
         return [None] * len(batch)
     jobs = [(generator._clip_context(rec.previous_sentences), rec.rhetoric, rec.object, None) for _, rec in batch]
-    return generator._run(jobs, generator.cfg["n_candidates"])
+    return [result.candidates for result in generator._run(jobs, generator.cfg["n_candidates"])]
 
 
 def _batch_line(generator: Any, system: str, i: int, rec: RGRecord, cands: Optional[list]) -> str:

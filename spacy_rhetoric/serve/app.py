@@ -23,15 +23,24 @@ Endpoints (all answers JSON except the page and its static files):
     :mod:`spacy_rhetoric.render` that the page shows and the static
     report embeds (the page calls ``/analyze`` and then this).
 ``POST /suggest``
-    ``{"text", "sentence", "rhetoric", "object"?, "n"?}``: ``sentence`` is
-    an index into the record's ``sentences``, ``rhetoric`` one of metaphor,
-    personification, hyperbole; ``object`` defaults to the sentence's
-    predicted object component (tenor, personification/hyperbole object).
+    ``{"text", "sentence", "rhetoric", "object"?, "n"?, "weights"?,
+    "time_budget"?}``: ``sentence`` is an index into the record's
+    ``sentences``, ``rhetoric`` one of metaphor, personification, hyperbole,
+    parallelism; ``object`` defaults to the sentence's predicted object
+    component (tenor, personification/hyperbole object, parallelism marker);
+    ``n``, ``weights`` and ``time_budget`` override the generator's settings
+    for this request. Every candidate is analysed in its context by the
+    pipeline this service serves (:mod:`spacy_rhetoric.llm.verify`).
     -> ``{"sentence", "start", "end", "text", "rhetoric", "object",
-    "candidates": [{"text", "score", "logprob", "repaired"}], "failures":
-    [{"raw", "error"}]}`` from the ``rhetoric_generator`` built from
-    ``--generator-config``, or from the pipeline's own generator. Without
-    one: 503. When every answer of the backend failed: 502.
+    "candidates": [{"text", "verified", "evidence", "reason", "score",
+    "analyser_score", "fluency", "logprob", "repaired"}], "failures": [{"raw",
+    "error"}], "n_drawn", "n_verified", "verification", "budget_exhausted",
+    "message"}``: verified candidates first (best first, each with the spans
+    the analyser found as ``evidence``), then the unverified ones with the
+    ``reason``; ``message`` says plainly when none verified. From the
+    ``rhetoric_generator`` built from ``--generator-config``, or from the
+    pipeline's own generator. Without one: 503. When every answer of the
+    backend failed: 502.
 
 Errors are ``{"error": {"type": str, "message": str}}`` (validation errors
 add ``"detail"``: location and message of each problem, never the input):
@@ -85,7 +94,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..analysis_io import InputDoc
 from ..records import SCHEMA, model_info, single_torch_thread
 from ..pipeline import load_pipeline
-from ..taxonomy import OBJECT_COMPONENT
+from ..taxonomy import REQUEST_OBJECT
 from ..render import render_record, static_text
 
 logger = logging.getLogger("spacy_rhetoric.serve")
@@ -124,14 +133,22 @@ class AnalyzeRequest(BaseModel):
         return self
 
 
+#: What ``/suggest`` returns of each candidate (``raw`` only for failures).
+CANDIDATE_FIELDS = ("text", "verified", "evidence", "reason", "score", "analyser_score", "fluency", "logprob", "repaired")
+
+
 class SuggestRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = Field(..., description="The essay")
     sentence: int = Field(..., ge=0, description="Index into the analysis record's sentences")
-    rhetoric: str = Field(..., pattern="^(metaphor|personification|hyperbole)$")
-    object: Optional[str] = Field(None, description="Tenor / personification object / hyperbole object; "
-                                                    "default: the sentence's predicted one")
-    n: Optional[int] = Field(None, ge=1, le=10, description="Candidates to ask for (default: the generator's)")
+    rhetoric: str = Field(..., pattern="^(metaphor|personification|hyperbole|parallelism)$")
+    object: Optional[str] = Field(None, description="Tenor / personification object / hyperbole object / "
+                                                    "parallelism marker; default: the sentence's predicted one")
+    n: Optional[int] = Field(None, ge=1, le=16, description="Candidates to draw (default: the generator's)")
+    weights: Optional[Dict[str, float]] = Field(None, description="Ranking weights: analyser, fluency, reranker "
+                                                                  "(>= 0; missing ones keep the generator's)")
+    time_budget: Optional[float] = Field(None, ge=0, le=600, description="Seconds for drawing candidates "
+                                                                        "(0 = none; default: the generator's)")
 
 
 # --- the pipeline and the generator --------------------------------------------------
@@ -221,6 +238,9 @@ def create_app(
         generator = build_generator(generator_config)
     analyzer = Analyzer(nlp, max_chars)
     gen_lock = _generator_lock(generator)
+    if generator is not None and generator.cfg.get("verify", True):
+        # verify with the pipeline this service analyses with, behind its lock
+        generator.set_analyser(lambda texts: analyzer.records([f"candidate-{i}" for i in range(len(texts))], texts))
 
     app = FastAPI(
         title="spacy-rhetoric",
@@ -312,7 +332,7 @@ def create_app(
         sent = sentences[request.sentence]
         obj = (request.object or "").strip() or _object_of(record, sent, request.rhetoric)
         if not obj:
-            raise ServiceError(422, "no_object", f"no {OBJECT_COMPONENT[request.rhetoric]} found in sentence "
+            raise ServiceError(422, "no_object", f"no {REQUEST_OBJECT[request.rhetoric]} found in sentence "
                                                  f"{request.sentence}; give \"object\"")
         limit = generator.cfg.get("max_sentence_chars", 300)
         if len(sent["text"].strip()) > limit:
@@ -320,12 +340,19 @@ def create_app(
                                                 "(the generator's max_sentence_chars)")
         context = [s["text"] for s in sentences[: request.sentence]]
         original = sent["text"].strip() if generator.cfg.get("rewrite", True) else None
-        with gen_lock:
-            candidates = generator.generate(context, request.rhetoric, obj, request.n, original=original)
-        good = [{"text": c.text, "score": c.score, "logprob": c.logprob, "repaired": c.repaired} for c in candidates if c.ok]
+        try:
+            with gen_lock:
+                result = generator.suggest(context, request.rhetoric, obj, request.n, original=original,
+                                           weights=request.weights, time_budget=request.time_budget)
+        except ValueError as err:
+            raise ServiceError(422, "invalid_request", str(err)) from None
+        candidates = result.candidates
+        good = [{k: c.to_dict()[k] for k in CANDIDATE_FIELDS} for c in candidates if c.ok]
         failures = [{"raw": redact(c.raw, generator), "error": redact(str(c.error), generator)} for c in candidates if not c.ok]
         answer = {"sentence": request.sentence, "start": sent["start"], "end": sent["end"], "text": sent["text"],
-                  "rhetoric": request.rhetoric, "object": obj, "candidates": good, "failures": failures}
+                  "rhetoric": request.rhetoric, "object": obj, "candidates": good, "failures": failures,
+                  "n_drawn": result.n_drawn, "n_verified": result.n_verified, "verification": result.verification,
+                  "budget_exhausted": result.budget_exhausted, "message": result.message(f"the pipeline {analyzer.info.get('name') or ''}".strip())}
         if not good and failures:
             logger.warning("suggest: every answer failed: %s", failures[0]["error"])
             raise ServiceError(502, "generator_failed", f"the generator's backend failed: {failures[0]['error']}",
@@ -353,7 +380,7 @@ def _generator_lock(generator: Any) -> Any:
 
 
 def _object_of(record: Dict[str, Any], sent: Dict[str, Any], rhetoric: str) -> Optional[str]:
-    label = OBJECT_COMPONENT.get(rhetoric)
+    label = REQUEST_OBJECT.get(rhetoric)
     for comp in record["components"]:
         if comp["label"] == label and sent["start"] <= comp["start"] and comp["end"] <= sent["end"]:
             return comp["text"]

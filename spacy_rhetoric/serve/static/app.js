@@ -25,9 +25,10 @@
       });
   }
 
-  function suggest(index, rhetoric, object, doc) {
+  function suggest(index, rhetoric, object, doc, settings) {
     var body = {text: state.record ? state.record.text : input.value, sentence: index, rhetoric: rhetoric};
     if (object) body.object = object;
+    if (settings) { body.n = settings.n; body.time_budget = settings.time_budget; body.weights = settings.weights; }
     return postJSON("/suggest", body);
   }
 
@@ -75,7 +76,7 @@
     input.focus();
   });
 
-  RhetoricView.bind(result, panel, {suggest: function (i, r, o, d) {
-    return state.suggest ? suggest(i, r, o, d) : Promise.reject(new Error("no generator configured"));
+  RhetoricView.bind(result, panel, {suggest: function (i, r, o, d, settings) {
+    return state.suggest ? suggest(i, r, o, d, settings) : Promise.reject(new Error("no generator configured"));
   }, suggestEnabled: function () { return state.suggest; }});
 })();

@@ -1,0 +1,184 @@
+"""Verified suggestions: every generated candidate is analysed, in its
+context, by our own rhetoric pipeline, and counts as *verified* only when the
+pipeline finds the requested device on the requested object.
+
+Rule for a candidate requested with device d and object o, analysed as the
+text ``context + candidate`` (only what lies in the candidate counts):
+
+- metaphor, personification, hyperbole: some sentence of the candidate is
+  labelled d by ``rhetoric_textcat`` (its own thresholds, as ``rhetoric
+  analyze`` records them), and some component of the candidate labelled
+  ``OBJECT_COMPONENT[d]`` (tenor, personification_object, hyperbole_object)
+  matches o by the containment rule of
+  :func:`spacy_rhetoric.evaluation.rhetoric_success.object_matches`;
+- parallelism: the linker groups at least ``min_branches`` (default 3)
+  branches inside the candidate (the marker o is not required).
+
+The *analyser score* in [0, 1] ranks verified candidates by the pipeline's
+confidence: the highest textcat score of d among the candidate's sentences,
+times the score of the best matching object component where an object is
+required. The *fluency* is the KenLM log-probability per character (natural
+log, <= 0; ``exp(-fluency)`` is the per-character perplexity) of the
+candidate under the word 3-gram model of
+:mod:`spacy_rhetoric.evaluation.ngram_lm`.
+
+The analyser is any callable ``texts -> analysis records``
+(``spacy-rhetoric/analysis/v1``, :func:`spacy_rhetoric.records.doc_to_record`),
+so tests can pass a stub and the service its locked pipeline.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..evaluation.rhetoric_success import object_matches
+from ..render import devices_of
+from ..taxonomy import COARSE_ZH, OBJECT_COMPONENT
+from .completion import join_sentences
+
+#: ``texts -> one analysis record per text``
+Analyse = Callable[[List[str]], List[Dict[str, Any]]]
+#: Characters that end a sentence, so the candidate starts a new one.
+_SENTENCE_FINAL = "。！？!?…”’」』）)"
+#: Default ranking weights (see :func:`rank_score`); chosen before any
+#: measurement, not tuned.
+DEFAULT_WEIGHTS = {"analyser": 1.0, "fluency": 0.1, "reranker": 0.1}
+
+
+@dataclass
+class Verdict:
+    """The analyser's judgement of one candidate.
+
+    verified: the rule of the module docstring holds (None: not checked).
+    device: the device part holds; object: the object part (None when it
+    does not apply). analyser_score: in [0, 1]. evidence: what was found in
+    the candidate, offsets in characters of the candidate text:
+    ``{"label", "text", "start", "end", "score"}`` with label a device
+    (a sentence), a component label or ``"branch"``. reason: why it is not
+    verified, in words ("" when verified).
+    """
+
+    verified: Optional[bool]
+    device: Optional[bool] = None
+    object: Optional[bool] = None
+    analyser_score: float = 0.0
+    evidence: List[Dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def in_context(context: Sequence[str], candidate: str) -> Tuple[str, int]:
+    """The text to analyse and the candidate's start offset in it: the
+    context sentences joined (:func:`join_sentences`), then the candidate,
+    after a line break when the context does not end a sentence (so the
+    candidate never continues a context sentence)."""
+    prefix = join_sentences(context)
+    if prefix and prefix[-1] not in _SENTENCE_FINAL:
+        prefix += "\n"
+    return prefix + candidate, len(prefix)
+
+
+def verify_record(record: Dict[str, Any], start: int, rhetoric: str, obj: str, *, min_branches: int = 3) -> Verdict:
+    """The :class:`Verdict` of the candidate that starts at character
+    ``start`` of the analysed ``record``. Raises ``KeyError`` for a record
+    without ``sentences``/``components``/``parallelisms``."""
+    sentences = [s for s in record["sentences"] if s["end"] > start]
+    components = [c for c in record["components"] if c["start"] >= start]
+    evidence = [_piece(c["label"], c, start, c.get("score")) for c in components]
+    if rhetoric == "parallelism":
+        return _verify_parallelism(record, sentences, start, evidence, min_branches)
+    scores = [float(s["coarse"][rhetoric]) for s in sentences if rhetoric in devices_of(s)]
+    evidence = [_piece(rhetoric, s, start, s["coarse"][rhetoric]) for s in sentences if rhetoric in devices_of(s)] + evidence
+    device_ok = bool(scores)
+    label = OBJECT_COMPONENT[rhetoric]
+    matches = [float(c.get("score") or 0.0) for c in components if c["label"] == label and object_matches(c["text"], obj)]
+    object_ok = bool(matches)
+    score = (max(scores) if scores else 0.0) * (max(matches) if matches else 0.0)
+    reason = ""
+    if not device_ok:
+        found = sorted({d for s in sentences for d in devices_of(s)})
+        reason = f"no {rhetoric} ({COARSE_ZH[rhetoric]}) found" + (f"; found {', '.join(found)}" if found else "")
+    elif not object_ok:
+        others = [c["text"] for c in components if c["label"] == label]
+        reason = f"{obj} is not the {label} found" + (f" ({', '.join(others)})" if others else " (none found)")
+    return Verdict(device_ok and object_ok, device_ok, object_ok, score, evidence, reason)
+
+
+def _verify_parallelism(record, sentences, start, evidence, min_branches) -> Verdict:
+    groups = [g["branches"] for g in record["parallelisms"] if g["branches"] and min(b["start"] for b in g["branches"]) >= start]
+    best = max(groups, key=len, default=[])
+    evidence = evidence + [_piece("branch", b, start, None) for b in best]
+    ok = len(best) >= min_branches
+    scores = [float(s["coarse"]["parallelism"]) for s in sentences if "parallelism" in (s.get("coarse") or {})]
+    score = max(scores, default=0.0) if ok else 0.0
+    reason = "" if ok else f"{len(best)} branches linked, {min_branches} needed"
+    return Verdict(ok, ok, None, score, evidence, reason)
+
+
+def _piece(label: str, span: Dict[str, Any], start: int, score: Any) -> Dict[str, Any]:
+    return {"label": label, "text": span["text"], "start": span["start"] - start, "end": span["end"] - start,
+            "score": None if score is None else round(float(score), 4)}
+
+
+def verify(analyse: Analyse, context: Sequence[str], rhetoric: str, obj: str, candidates: Sequence[str],
+           *, min_branches: int = 3) -> List[Verdict]:
+    """Analyse each candidate in its context (one ``analyse`` call) and judge
+    it; aligned with ``candidates``."""
+    placed = [in_context(context, c) for c in candidates]
+    records = analyse([text for text, _ in placed]) if placed else []
+    return [verify_record(rec, start, rhetoric, obj, min_branches=min_branches) for rec, (_, start) in zip(records, placed)]
+
+
+def pipeline_analyser(nlp: Any, *, before: Optional[str] = None, batch_size: int = 16) -> Analyse:
+    """An :data:`Analyse` running ``nlp``'s components in order, stopping
+    before the one named ``before`` (the generator itself, when it sits in
+    the analysing pipeline)."""
+    from ..records import doc_to_record
+
+    def analyse(texts: List[str]) -> List[Dict[str, Any]]:
+        docs = [nlp.make_doc(t) for t in texts]
+        for name, proc in nlp.pipeline:
+            if name == before:
+                break
+            docs = list(proc.pipe(docs, batch_size=batch_size)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
+        return [doc_to_record(doc, str(i)) for i, doc in enumerate(docs)]
+
+    return analyse
+
+
+def kenlm_fluency(model: Any, texts: Sequence[str]) -> List[Optional[float]]:
+    """KenLM log-probability per character (natural log) of each text: the
+    summed log10 probability of :func:`spacy_rhetoric.evaluation.ngram_lm.score_text`
+    times ln 10, over the number of characters scored (those of its
+    clauses); None for a text with nothing to score."""
+    from ..evaluation.ngram_lm import clauses, score_text
+
+    out: List[Optional[float]] = []
+    for text in texts:
+        n_chars = sum(len(c) for c in clauses(text))
+        out.append(score_text(model, text).log10_prob * math.log(10) / n_chars if n_chars else None)
+    return out
+
+
+def rank_score(verdict: Verdict, fluency: Optional[float], reranker: Optional[float], weights: Dict[str, float]) -> float:
+    """``w_analyser * analyser_score + w_fluency * fluency + w_reranker *
+    reranker`` (a missing term counts 0). Verified candidates are returned
+    before the others whatever their scores (:func:`order`)."""
+    return (weights.get("analyser", 0.0) * verdict.analyser_score
+            + weights.get("fluency", 0.0) * (fluency or 0.0)
+            + weights.get("reranker", 0.0) * (reranker or 0.0))
+
+
+def check_weights(weights: Dict[str, float]) -> Dict[str, float]:
+    """``weights`` with the defaults filled in. Raises ``ValueError`` for an
+    unknown name or a negative weight."""
+    unknown = sorted(set(weights) - set(DEFAULT_WEIGHTS))
+    if unknown:
+        raise ValueError(f"unknown ranking weight(s) {unknown}; known: {sorted(DEFAULT_WEIGHTS)}")
+    bad = {k: v for k, v in weights.items() if float(v) < 0}
+    if bad:
+        raise ValueError(f"ranking weights must be >= 0, got {bad}")
+    return {**DEFAULT_WEIGHTS, **{k: float(v) for k, v in weights.items()}}

@@ -1,0 +1,284 @@
+"""Verified suggestions: the verification rule on analysis records, ranking
+and the "none verified" path with a tiny random model and a stub analyser,
+the shipped pipeline as analyser, held-out requests from the annotated test
+essays, and the real Gemma 3 270M asset when it has been built."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import spacy
+import torch
+
+from spacy_rhetoric.components.rhetoric_generator import RhetoricGenerator
+from spacy_rhetoric.evaluation.suggestions import held_out_requests, percentiles, request_rows, summarize
+from spacy_rhetoric.llm.completion import builtin_shots, render_rg_completion
+from spacy_rhetoric.llm.records import essay_rg_records, write_jsonl
+from spacy_rhetoric.llm.tiny import build_tiny_chat_model
+from spacy_rhetoric.llm.transformers_backend import TransformersBackend
+from spacy_rhetoric.llm.verify import check_weights, in_context, pipeline_analyser, rank_score, verify, verify_record
+
+ROOT = Path(__file__).resolve().parents[1]
+GEMMA = ROOT / "assets" / "generators" / "gemma-3-270m"
+ANNOTATED_TEST = ROOT / "annotations" / "pse-i-cerd" / "test.jsonl"
+ANNOTATED_DEV = ROOT / "annotations" / "pse-i-cerd" / "dev.jsonl"
+PIPELINE = ROOT / "pipelines" / "zh_rhetoric"
+
+
+def record(text, sentences=(), components=(), parallelisms=()):
+    """An analysis record with just the fields verification reads."""
+    return {"text": text, "sentences": list(sentences), "components": list(components),
+            "parallelisms": [{"id": f"p{i}", "kind": "intra", "branches": b} for i, b in enumerate(parallelisms)]}
+
+
+def span(text, whole, label=None, score=None, **extra):
+    start = whole.index(text)
+    out = {"start": start, "end": start + len(text), "text": text, **extra}
+    if label:
+        out.update(label=label, score=score)
+    return out
+
+
+# --- the rule ------------------------------------------------------------------------------
+
+
+def test_context_is_analysed_but_only_the_candidate_counts():
+    text, start = in_context(["天上的云像棉花糖。"], "月光静静地照着小路。")
+    assert text == "天上的云像棉花糖。月光静静地照着小路。" and start == len("天上的云像棉花糖。")
+    # a context that does not end a sentence: the candidate starts on its own line
+    assert in_context(["我们在唱歌"], "歌声飞出了窗外。") == ("我们在唱歌\n歌声飞出了窗外。", 6)
+    assert in_context([], "候选。") == ("候选。", 0)
+    # the metaphor and its tenor are in the context only: not verified
+    rec = record(text, [span("天上的云像棉花糖。", text, coarse={"metaphor": 0.9}),
+                        span("月光静静地照着小路。", text, coarse={})],
+                 [span("云", text, "tenor", 0.8)])
+    verdict = verify_record(rec, start, "metaphor", "云")
+    assert verdict.verified is False and verdict.device is False and verdict.evidence == []
+    assert verdict.reason == "no metaphor (比喻) found"
+
+
+def test_metaphor_needs_the_object_as_tenor_and_evidence_is_in_candidate_offsets():
+    text, start = in_context(["放学了。"], "月光像一层薄纱，铺在小路上。")
+    sent = span("月光像一层薄纱，铺在小路上。", text, coarse={"metaphor": 0.9, "personification": 0.6})
+    comps = [span("月光", text, "tenor", 0.8), span("像", text, "comparator", 0.99), span("薄纱", text, "vehicle", 0.7)]
+    verdict = verify_record(record(text, [sent], comps), start, "metaphor", "月光")
+    assert verdict.verified and verdict.device and verdict.object and verdict.reason == ""
+    assert verdict.analyser_score == pytest.approx(0.9 * 0.8)
+    candidate = text[start:]
+    for piece in verdict.evidence:
+        assert candidate[piece["start"]:piece["end"]] == piece["text"]
+    assert [p["label"] for p in verdict.evidence] == ["metaphor", "tenor", "comparator", "vehicle"]
+    # containment: 我的月光 matches 月光; another tenor does not
+    assert verify_record(record(text, [sent], comps), start, "metaphor", "今晚的月光").verified
+    wrong = verify_record(record(text, [sent], comps), start, "metaphor", "小路")
+    assert wrong.verified is False and wrong.device and wrong.object is False
+    assert wrong.reason == "小路 is not the tenor found (月光)"
+    # personification is found too, but without its object component
+    pers = verify_record(record(text, [sent], comps), start, "personification", "月光")
+    assert pers.device and pers.object is False and "none found" in pers.reason
+
+
+def test_parallelism_needs_three_branches_inside_the_candidate():
+    cand = "我爱春天的花，我爱夏天的雨，我爱秋天的叶。"
+    text, start = in_context(["我喜欢四季。"], cand)
+    branches = [span(b, text) for b in ("我爱春天的花", "我爱夏天的雨", "我爱秋天的叶")]
+    sents = [span(cand, text, coarse={"parallelism": 0.7})]
+    verdict = verify_record(record(text, sents, parallelisms=[branches]), start, "parallelism", "我爱")
+    assert verdict.verified and verdict.object is None and verdict.analyser_score == pytest.approx(0.7)
+    assert [p["text"] for p in verdict.evidence if p["label"] == "branch"] == ["我爱春天的花", "我爱夏天的雨", "我爱秋天的叶"]
+    two = verify_record(record(text, sents, parallelisms=[branches[:2]]), start, "parallelism", "我爱")
+    assert two.verified is False and two.reason == "2 branches linked, 3 needed"
+    assert verify_record(record(text, sents, parallelisms=[branches[:2]]), start, "parallelism", "我爱",
+                         min_branches=2).verified
+
+
+def test_weights_are_checked_and_combined():
+    assert check_weights({"fluency": 0.5}) == {"analyser": 1.0, "fluency": 0.5, "reranker": 0.1}
+    with pytest.raises(ValueError, match="unknown"):
+        check_weights({"beauty": 1})
+    with pytest.raises(ValueError, match=">= 0"):
+        check_weights({"analyser": -1})
+    verdict = verify_record(record("x", []), 0, "metaphor", "x")
+    assert rank_score(verdict, -4.0, -1.0, {"analyser": 1, "fluency": 0.5, "reranker": 2}) == pytest.approx(-4.0)
+    assert rank_score(verdict, None, None, {"analyser": 1}) == 0.0
+
+
+# --- the generator with a tiny random model and a stub analyser -----------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    torch.set_num_threads(1)
+    shots = builtin_shots()
+    texts = [render_rg_completion(d, "月光", ["上文。"], [s for s in shots if s.rhetoric == d]) for d in
+             ("metaphor", "personification", "hyperbole", "parallelism")]
+    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny") / "base", texts, max_chars=300, hidden_size=32,
+                                 layers=2, heads=2)
+
+
+def stub_score(cand):
+    return 0.3 + (sum(map(ord, cand)) % 50) / 100
+
+
+def parity_stub(calls):
+    """Verifies a candidate when its first character has an even code
+    point, with a metaphor score from its characters (``stub_score``); the
+    requested object is its tenor."""
+
+    def analyse(texts):
+        calls.append(list(texts))
+        out = []
+        for text in texts:
+            cand_start = len("上文。") if text.startswith("上文。") else 0
+            cand = text[cand_start:]
+            coarse = {"metaphor": stub_score(cand)} if cand and ord(cand[0]) % 2 == 0 else {}
+            comps = [{"label": "tenor", "start": cand_start, "end": cand_start + 2, "text": "月光", "score": 1.0}] if coarse else []
+            out.append(record(text, [{"start": cand_start, "end": len(text), "text": cand, "coarse": coarse}], comps))
+        return out
+
+    return analyse
+
+
+def tiny_generator(path, n=8):
+    backend = TransformersBackend(str(path), seed=0, top_p=1.0)
+    return RhetoricGenerator(None, backend, prompt_style="completion", n_candidates=n, temperature=1.5,
+                             max_new_tokens=12, analyser=None)
+
+
+def test_verified_first_ranked_by_score_then_unverified(tiny_model):
+    gen = tiny_generator(tiny_model)
+    calls = []
+    gen.set_analyser(parity_stub(calls))
+    result = gen.suggest(["上文。"], "metaphor", "月光", 8)
+    ok = [c for c in result.candidates if c.ok]
+    assert result.n_drawn == 8 and len(result.drawn) == 8 and result.verification == "on"
+    assert len(calls) == 1 and len(calls[0]) == len(ok)  # one analyser call for all candidates
+    verified = [c for c in ok if c.verified]
+    unverified = [c for c in ok if c.verified is False]
+    assert verified and unverified, [c.text for c in ok]  # the seeded draw has both kinds
+    assert ok == verified + unverified
+    assert [c.score for c in verified] == sorted((c.score for c in verified), reverse=True)
+    assert all(c.evidence and c.evidence[0]["label"] == "metaphor" for c in verified)
+    assert all(c.reason == "no metaphor (比喻) found" for c in unverified)
+    assert result.n_verified == len(verified)
+    assert result.message().startswith(f"{len(verified)} of 8 candidates drawn verified")
+    # weights of one request: the analyser alone orders the verified ones by their metaphor score
+    alone = gen.suggest(["上文。"], "metaphor", "月光", 8, weights={"fluency": 0, "reranker": 0})
+    top = [c for c in alone.candidates if c.verified]
+    assert [stub_score(c.text) for c in top] == sorted((stub_score(c.text) for c in top), reverse=True)
+
+
+def test_none_verified_is_said_plainly(tiny_model):
+    gen = tiny_generator(tiny_model, n=3)
+    gen.set_analyser(lambda texts: [record(t, [{"start": 0, "end": len(t), "text": t, "coarse": {}}]) for t in texts])
+    result = gen.suggest("上文。", "personification", "月光")
+    assert result.n_verified == 0 and all(c.verified is False for c in result.candidates if c.ok)
+    assert result.message().startswith("none of the 3 candidates drawn was verified")
+    # verification off: candidates come back unchecked, and it says so
+    gen.cfg["verify"] = False
+    off = gen.suggest("上文。", "personification", "月光")
+    assert all(c.verified is None for c in off.candidates) and "not verified" in off.message()
+
+
+def test_time_budget_stops_drawing_between_rounds(tiny_model):
+    gen = tiny_generator(tiny_model, n=6)
+    gen.cfg["round_size"] = 2
+    gen.set_analyser(lambda texts: [record(t, []) for t in texts])
+    # a budget already spent after the first round: one round of 2, flagged
+    spent = gen.suggest("上文。", "metaphor", "月光", time_budget=1e-9)
+    assert spent.n_drawn == 2 and spent.budget_exhausted and "time budget" in spent.message()
+    full = gen.suggest("上文。", "metaphor", "月光", time_budget=0)
+    assert full.n_drawn == 6 and not full.budget_exhausted
+    with pytest.raises(ValueError):
+        gen.suggest("上文。", "metaphor", "月光", time_budget=-1)
+
+
+# --- the shipped pipeline as analyser --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    if not PIPELINE.is_dir():
+        pytest.skip("pipelines/zh_rhetoric not found")
+    return spacy.load(PIPELINE)
+
+
+def test_pipeline_analyser_verifies_a_simile_in_its_context(nlp):
+    analyse = pipeline_analyser(nlp)
+    verdicts = verify(analyse, ["放学了，我一个人走在回家的路上。"], "metaphor", "月光",
+                      ["月光像一层薄纱，轻轻地铺在小路上。", "我回到家，打开了灯。"])
+    assert verdicts[0].verified, verdicts[0]
+    assert {"metaphor", "tenor"} <= {p["label"] for p in verdicts[0].evidence}
+    assert verdicts[1].verified is False and verdicts[1].device is False
+
+
+def test_generator_in_the_analysing_pipeline_verifies_with_the_components_before_it(nlp, tiny_model):
+    local = spacy.load(PIPELINE)
+    gen = local.add_pipe("rhetoric_generator", config={
+        "backend": {"@llm_backends": "spacy_rhetoric.Transformers.v1", "model_path": str(tiny_model), "seed": 0},
+        "prompt_style": "completion", "n_candidates": 2, "max_new_tokens": 8})
+    result = gen.suggest("上文。", "metaphor", "月光")
+    assert result.verification == "on" and all(c.verified is not None for c in result.candidates if c.ok)
+
+
+# --- held-out requests and the evaluation rows ----------------------------------------------
+
+
+def test_requests_from_the_annotated_test_essays_topped_up_from_dev(tmp_path):
+    stats = {}
+    from collections import Counter
+
+    stats = Counter()
+    test = essay_rg_records(ANNOTATED_TEST, k=3, stats=stats)
+    by_device = Counter(r.rhetoric for r in test)
+    assert set(by_device) == {"metaphor", "personification", "hyperbole", "parallelism"}
+    for rec in test:
+        assert rec.object and rec.object in rec.target or rec.rhetoric == "parallelism"
+        assert len(rec.previous_sentences) <= 3 and rec.meta["essay"]
+    write_jsonl(test, tmp_path / "test.jsonl")
+    write_jsonl(essay_rg_records(ANNOTATED_DEV, k=3), tmp_path / "dev.jsonl")
+    picked = held_out_requests([tmp_path / "test.jsonl", tmp_path / "dev.jsonl"], per_device=20, seed=0)
+    counts = Counter(r.rhetoric for r in picked)
+    assert counts == {"metaphor": 20, "personification": 20, "parallelism": 20, "hyperbole": 20}
+    hyper = [r for r in picked if r.rhetoric == "hyperbole"]
+    assert sum(r.meta["file"] == "test.jsonl" for r in hyper) == by_device["hyperbole"] < 20  # all of test first
+    assert picked == held_out_requests([tmp_path / "test.jsonl", tmp_path / "dev.jsonl"], per_device=20, seed=0)
+
+
+def test_request_rows_count_success_at_each_n(tiny_model):
+    gen = tiny_generator(tiny_model, n=4)
+    gen.set_analyser(parity_stub([]))
+    requests = [r for r in essay_rg_records(ANNOTATED_TEST, k=1) if r.rhetoric == "metaphor"][:3]
+    rows = list(request_rows(gen, requests, [1, 4], batch=2, progress=False))
+    assert [r["id"] for r in rows] == [0, 1, 2]
+    for row in rows:
+        verified = {c["text"] for c in row["candidates"] if c["verified"]}
+        assert row["success"]["4"] == any(t in verified for t in row["drawn"][:4])
+        assert row["success"]["1"] == (row["drawn"][0] in verified)
+        assert row["success"]["4"] or not row["success"]["1"]
+    summary = summarize(rows, [1, 4])
+    assert summary["all"]["requests"] == 3 and summary["metaphor"]["success@4"] >= summary["metaphor"]["success@1"]
+    assert percentiles([1.0, 2.0, 3.0, 4.0]) == {"p50": 2.5, "p95": 3.85, "mean": 2.5}
+
+
+# --- the real model -----------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not (GEMMA / "model.safetensors").exists(),
+                    reason="Gemma 3 270M asset not built (spacy project run generator-model)")
+def test_real_gemma_suggestions_are_verified_by_the_shipped_pipeline(nlp):
+    backend = TransformersBackend(str(GEMMA), seed=0, top_p=0.9, repetition_penalty=1.1)
+    gen = RhetoricGenerator(None, backend, prompt_style="completion", n_candidates=4, temperature=0.8,
+                            max_new_tokens=48, analyser=None)
+    analyse = pipeline_analyser(nlp)
+    gen.set_analyser(analyse)
+    context = ["放学后，我一个人走在回家的路上。"]
+    result = gen.suggest(context, "metaphor", "月光", 4)
+    assert result.n_drawn == 4 and result.verification == "on"
+    ok = [c for c in result.candidates if c.ok]
+    assert ok and ok == sorted(ok, key=lambda c: (c.verified is True, c.score), reverse=True)
+    # each verdict is the shipped pipeline's own: re-analysing gives the same one
+    again = verify(analyse, context, "metaphor", "月光", [c.text for c in ok])
+    assert [v.verified for v in again] == [c.verified for c in ok]
+    print(json.dumps(result.to_dict(), ensure_ascii=False)[:2000])
