@@ -1,7 +1,7 @@
 PYTHON ?= python3
 SHARED ?= ../shared/data
 
-.PHONY: install install-core test demo
+.PHONY: install-pipeline install install-core test demo
 
 # The serve extra (FastAPI, uvicorn), the generation extra (kenlm, built from
 # source with the C++ compiler and CMake, and jiagu) and selenium come with the install. The
@@ -24,6 +24,7 @@ install:
 	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(BROWSER_PACKAGES) >/dev/null 2>&1; }; } || \
 	  echo "could not install $(BROWSER_PACKAGES); the browser tests will skip"; \
 	else echo "no Chromium and no root apt-get: the browser tests will skip (apt-get install $(BROWSER_PACKAGES))"; fi
+	$(MAKE) install-pipeline
 
 # pytest exits 5 when it collects no test; that is not a pass, but not a
 # crash of the suite either, so it is reported and turned into a failure.
@@ -38,12 +39,16 @@ PIPELINE ?= pipelines/zh_rhetoric
 META = $(PYTHON) -c "import json,sys; print(json.load(open('$(PIPELINE)/meta.json'))[sys.argv[1]])"
 DEMO_INPUT = $(if $(wildcard $(SHARED)/pse-i/splits.json),$(SHARED)/pse-i --split test,demo/sample.txt)
 
-demo: install-core
+# the shipped pipeline as the package users load: spacy.load("zh_rhetoric")
+install-pipeline:
 	mkdir -p packages
 	$(eval NAME := $(shell $(META) name))
 	$(eval VERSION := $(shell $(META) version))
 	$(PYTHON) -m spacy package $(PIPELINE) packages --name $(NAME) --version $(VERSION) --force --build none
 	$(PYTHON) -m pip install --no-deps --no-build-isolation -q packages/zh_$(NAME)-$(VERSION)
+
+demo: install-core install-pipeline
+	$(eval NAME := $(shell $(META) name))
 	mkdir -p demo/out
 	$(PYTHON) -m spacy_rhetoric analyze $(DEMO_INPUT) --model zh_$(NAME) --format jsonl --output demo/out/analysis.jsonl
 	$(PYTHON) -m spacy_rhetoric analyze $(DEMO_INPUT) --model zh_$(NAME) --format html --output demo/out/report.html

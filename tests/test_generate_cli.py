@@ -61,3 +61,35 @@ def test_unusable_model_is_one_line_on_stderr(models, tmp_path):
     forced = runner.invoke(app, ["generate", "--rhetoric", "metaphor", "--object", "月光", "--model-path", str(base),
                                  "--prompt-style", "instruction", "--max-new-tokens", "4"])
     assert forced.exit_code == 1 and len(forced.stderr.splitlines()) == 1 and "R005" in forced.stderr
+
+
+PIPELINE = Path(__file__).resolve().parents[1] / "pipelines" / "zh_rhetoric"
+
+
+def test_candidates_are_verified_by_the_analyser(models):
+    _, base = models
+    common = ["generate", "--rhetoric", "metaphor", "--object", "月光", "--model-path", str(base), "--n", "3",
+              "--max-new-tokens", "8", "--seed", "0"]
+    result = runner.invoke(app, common + ["--analyser", str(PIPELINE), "--weights", "analyser=1,fluency=0",
+                                          "--time-budget", "60", "--round-size", "2"])
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) <= 3 and all(isinstance(c["verified"], bool) for c in lines if c["error"] is None)
+    assert all(c["reason"] for c in lines if c["verified"] is False)
+    summary = result.stderr.strip().splitlines()[-1]
+    assert "verified by" in summary or summary.startswith("rhetoric generate: none of the 3 candidates drawn was verified")
+    off = runner.invoke(app, common + ["--no-verify"])
+    assert off.exit_code == 0 and all(json.loads(line)["verified"] is None for line in off.stdout.splitlines())
+    assert "not verified" in off.stderr
+
+
+def test_bad_verification_settings_are_one_line_on_stderr(models, tmp_path):
+    _, base = models
+    common = ["generate", "--rhetoric", "metaphor", "--object", "月光", "--model-path", str(base), "--n", "1",
+              "--max-new-tokens", "4"]
+    for extra, expected in ((["--weights", "beauty=1"], "unknown ranking weight"),
+                            (["--weights", "analyser"], "not name=value"),
+                            (["--analyser", str(tmp_path / "no-pipeline")], "cannot load pipeline")):
+        result = runner.invoke(app, common + extra)
+        assert result.exit_code == 1 and len(result.stderr.splitlines()) == 1, result.stderr
+        assert expected in result.stderr and "Traceback" not in result.stderr

@@ -197,6 +197,17 @@ def test_transformers_backend_registered_greedy_batched(tiny_path):
     assert len(beams) == 3 and len({b.text for b in beams}) == 3
     sampled = backend.chat(convs[:1], n=2, temperature=1.0, max_new_tokens=8)[0]
     assert len(sampled) == 2 and all(s.logprob is not None for s in sampled)
+    # n samples of one prompt share its cache (prefix caching); each reported logprob is still the
+    # model's own log p of the sampled tokens, as a teacher-forced pass computes it
+    prompt = "上文：今天。\n修辞：比喻\n本体：月光\n句子："
+    ids = backend.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    checked = 0
+    for s in backend.complete([prompt], n=4, temperature=1.0, max_new_tokens=8, stop="\n")[0]:
+        cont = backend.tokenizer(s.text, add_special_tokens=False)["input_ids"]
+        if len(cont) == s.n_tokens:
+            assert backend._logprobs([ids], [cont])[0][0] == pytest.approx(s.logprob, abs=1e-3)
+            checked += 1
+    assert checked
 
 
 def test_transformers_backend_errors(tiny_path, tmp_path):

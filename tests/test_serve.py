@@ -268,6 +268,14 @@ def test_suggest_with_a_backend(nlp, essay_328, tmp_path, monkeypatch):
         body = resp.json()
         assert body["object"] == "人生" and body["text"] == record["sentences"][literal]["text"]
         assert sorted(c["text"] for c in body["candidates"]) == ["人生像一场漫长的旅行。", "人生如梦。"]
+        # each candidate was analysed in its context by the served pipeline: verified ones first, with evidence
+        assert body["verification"] == "on" and body["n_drawn"] == 2
+        simile = next(c for c in body["candidates"] if c["text"] == "人生像一场漫长的旅行。")
+        assert simile["verified"] is True and body["candidates"][0] == simile, body
+        assert {"metaphor", "tenor"} <= {e["label"] for e in simile["evidence"]}
+        assert any(e["label"] == "tenor" and "人生" in e["text"] for e in simile["evidence"])
+        assert all(simile["text"][e["start"]:e["end"]] == e["text"] for e in simile["evidence"])
+        assert body["message"].startswith(f"{body['n_verified']} of 2 candidates drawn verified")
         prompt = srv.requests[-1].body["messages"][0]["content"]
         assert "人生" in prompt and record["sentences"][literal]["text"].strip() in prompt
         assert srv.requests[-1].headers.get("Authorization") == f"Bearer {SECRET}"
@@ -280,6 +288,23 @@ def test_suggest_with_a_backend(nlp, essay_328, tmp_path, monkeypatch):
         assert resp.status_code == 422
         resp = client.post("/suggest", json={"text": essay_328.text, "rhetoric": "metaphor"})
         assert resp.status_code == 422 and "sentence" in resp.json()["error"]["message"]
+
+
+def test_suggest_says_when_none_verified_and_takes_settings(nlp, essay_328, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with FakeOpenAIServer(default=valid('{"generation": "今天我去上学了。"}', '{"generation": "我们吃完饭就回家了。"}')) as srv:
+        client = TestClient(create_app(nlp, generator_config=write_generator_config(tmp_path / "gen.cfg", srv.base_url)))
+        request = {"text": essay_328.text, "sentence": 0, "rhetoric": "personification", "object": "人生",
+                   "n": 2, "time_budget": 30, "weights": {"fluency": 0.0}}
+        resp = client.post("/suggest", json=request)
+        assert resp.status_code == 200, resp.text
+        body = resp.json()
+        assert body["n_verified"] == 0 and body["message"].startswith("none of the 2 candidates drawn was verified")
+        assert all(c["verified"] is False and c["reason"] for c in body["candidates"])
+        assert client.post("/suggest", json={**request, "rhetoric": "parallelism", "object": "我们"}).json()["n_verified"] == 0
+        resp = client.post("/suggest", json={**request, "weights": {"beauty": 1}})
+        assert resp.status_code == 422 and "unknown ranking weight" in resp.json()["error"]["message"]
+        assert client.post("/suggest", json={**request, "time_budget": -1}).status_code == 422
 
 
 def test_suggest_backend_failure_is_502_without_secret(nlp, tmp_path, monkeypatch, caplog):

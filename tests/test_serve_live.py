@@ -274,4 +274,9 @@ def test_page_marks_what_the_api_says(server, browser, essays, essay_id, tmp_pat
     panel.find_element(By.CSS_SELECTOR, ".rh-suggest-button").click()
     WebDriverWait(browser, 30).until(EC.presence_of_element_located((By.CSS_SELECTOR, '.rh-suggest-result[data-state="done"]')))
     assert GENERATION in panel.text
+    # the page shows whether the analyser verified it, and what it found or why not
+    badge = panel.find_element(By.CSS_SELECTOR, ".rh-candidates li .rh-badge-verify").text
+    assert badge in ("\u2713 \u5df2\u9a8c\u8bc1 verified", "\u672a\u9a8c\u8bc1 unverified")
+    assert panel.find_element(By.CSS_SELECTOR, ".rh-suggest-message").text
+    assert panel.find_element(By.CSS_SELECTOR, ".rh-suggest-n").get_attribute("value") == "8"
     save_screenshot(browser, tmp_path / f"page_{essay_id}.png")

@@ -90,6 +90,35 @@ def parse_weights(text: str) -> dict:
     return out
 
 
+def resolve_prompt_style(style: str, model_path: Optional[str]) -> str:
+    """``style`` itself, or for ``"auto"``: ``"completion"`` for a local
+    model whose tokenizer has no chat template (a base LM, e.g. the Gemma 3
+    270M asset), else ``"instruction"``. Raises OSError when the local
+    tokenizer cannot be loaded."""
+    if style != "auto":
+        return style
+    if model_path is None:
+        return "instruction"
+    from ..llm.transformers_backend import load_local_tokenizer
+
+    return "instruction" if getattr(load_local_tokenizer(model_path), "chat_template", None) else "completion"
+
+
+def _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty, seed, **settings):
+    """A RhetoricGenerator on a local model (--model-path) or a server (--base-url)."""
+    from ..components.rhetoric_generator import RhetoricGenerator
+    from ..llm.openai_compatible import OpenAICompatibleBackend
+    from ..llm.transformers_backend import TransformersBackend
+
+    if (model_path is None) == (base_url is None):
+        raise typer.BadParameter("give exactly one of --model-path or --base-url")
+    if model_path is not None:
+        backend = TransformersBackend(model_path, adapter_path, top_p=top_p, repetition_penalty=repetition_penalty, seed=seed)
+    else:
+        backend = OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=timeout)
+    return RhetoricGenerator(None, backend, **settings)
+
+
 @app.command("generate-records")
 def generate_records_cmd(
     records: Path = typer.Argument(..., exists=True, dir_okay=False, help="Held-out RG records (rg-records JSONL)"),
@@ -192,6 +221,45 @@ def evaluate_suggestions_cmd(
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     summary_path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
     typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
+
+
+@app.command("suggestion-sheet")
+def suggestion_sheet_cmd(
+    rows: Path = typer.Argument(..., exists=True, dir_okay=False, help="evaluate-suggestions results (JSONL)"),
+    sheet: Path = typer.Option(..., "--sheet", help="Blind sheet for the annotator (JSONL; answers filled in place)"),
+    key: Path = typer.Option(..., "--key", help="Key: system group of each item (not shown to the annotator)"),
+    per_device: int = typer.Option(40, "--per-device", help="Returned suggestions per device"),
+    human_per_device: int = typer.Option(10, "--human-per-device", help="Human sentences per device (control)"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """A blind-read sheet of returned suggestions (and human controls), shuffled, with its key apart."""
+    from ..evaluation.blind_read import make_sheet, write_jsonl
+    from ..evaluation.suggestions import read_rows
+
+    items, secret = make_sheet(read_rows(rows), per_device, human_per_device, seed)
+    write_jsonl(items, sheet)
+    write_jsonl(secret, key)
+    typer.echo(f"wrote {len(items)} items to {sheet} and their key to {key}")
+
+
+@app.command("score-blind-read")
+def score_blind_read_cmd(
+    answers: Path = typer.Argument(..., exists=True, dir_okay=False, help="The annotated sheet"),
+    key: Path = typer.Argument(..., exists=True, dir_okay=False, help="Its key (suggestion-sheet --key)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scores as JSON here"),
+) -> None:
+    """Share of yes (device right, fluent, fits the context) per device and group of a blind read."""
+    import json
+
+    from ..evaluation.blind_read import read_answers, score
+    from ..evaluation.suggestions import read_rows
+
+    result = score(read_answers(answers), read_rows(key))
+    text = json.dumps(result, ensure_ascii=False, indent=1)
+    typer.echo(text)
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf8")
 
 
 @app.command("finetune")

@@ -261,13 +261,26 @@ class TransformersBackend:
                 torch.manual_seed(self.seed)
             kwargs.update(do_sample=True, temperature=float(temperature), top_p=self.top_p)
         with torch.no_grad():
-            seqs = model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
+            if n > 1 and len(prompts) == 1 and kwargs["do_sample"]:
+                # the n samples share one prompt: compute its cache once and give each sample a copy
+                # (transformers' prefix caching) instead of n identical prefills
+                kwargs.update(past_key_values=self._prompt_cache(input_ids, n), num_return_sequences=1)
+                input_ids, attention = input_ids.repeat(n, 1), attention.repeat(n, 1)
+            out = model.generate(input_ids=input_ids, attention_mask=attention, return_dict_in_generate=True,
+                                 output_logits=True, **kwargs)
+            # log p of each generated token under the model itself (raw logits, log-softmaxed), not under
+            # the sampling distribution; read off the generation instead of a second forward pass
+            steps = model.compute_transition_scores(out.sequences, out.logits, normalize_logits=True)
+        if kwargs.get("num_beams", 1) > 1:  # beam search reorders rows; score the kept beams afresh
+            steps = None
         width = input_ids.shape[1]
-        continuations = [_cut_at_stop(row[width:].tolist(), stop, tok.pad_token_id) for row in seqs]
+        continuations = [_cut_at_stop(row[width:].tolist(), stop, tok.pad_token_id) for row in out.sequences]
         if stop_text:
             continuations = [_cut_at_text(c, stop_text, tok) for c in continuations]
-        expanded = [p for p in prompts for _ in range(n)]
-        scores = self._logprobs(expanded, continuations)
+        if steps is None:
+            scores = self._logprobs([p for p in prompts for _ in range(n)], continuations)
+        else:
+            scores = [(float(steps[row, : len(c)].sum()) if c else 0.0, len(c)) for row, c in enumerate(continuations)]
         completions = []
         for cont, (logprob, n_tokens) in zip(continuations, scores):
             text = tok.decode(cont, skip_special_tokens=True)
@@ -275,6 +288,17 @@ class TransformersBackend:
             meta = {"finish_reason": "stop" if finished else "length"}
             completions.append(Completion(text=text, logprob=logprob, n_tokens=n_tokens, meta=meta))
         return completions
+
+    def _prompt_cache(self, input_ids: Any, n: int) -> Any:
+        """The key/value cache of one prompt but its last token, repeated for
+        ``n`` rows (``DynamicCache.batch_repeat_interleave``); ``generate``
+        then runs only the last prompt token and the new ones."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        self.model(input_ids=input_ids[:, :-1], past_key_values=cache, use_cache=True, logits_to_keep=1)
+        cache.batch_repeat_interleave(n)
+        return cache
 
     def _logprobs(self, prompts: List[List[int]], conts: List[List[int]]) -> List[Tuple[float, int]]:
         """Sum of log p(cont_t | prompt, cont_<t) for each pair, one padded batch."""
