@@ -212,11 +212,14 @@ def test_generation_samples_are_drawn_not_chosen(records, tmp_path):
 
 
 ROOT = Path(__file__).resolve().parents[1]
-ADAPTER = ROOT / "training" / "generator-gemma" / "adapter"
+ADAPTER = ROOT / "training" / "generator-gemma-rhetoric" / "adapter"
+KENLM = ROOT / "assets" / "kenlm" / "zh_CN.lm"
 
 
-@pytest.mark.skipif(not (GEMMA / "model.safetensors").exists() or not (ADAPTER / "adapter_config.json").exists(),
-                    reason="Gemma asset or its LoRA adapter not built (spacy project run generator-model, finetune-generator-gemma)")
+@pytest.mark.skipif(not (GEMMA / "model.safetensors").exists() or not (ADAPTER / "adapter_config.json").exists()
+                    or not KENLM.exists(),
+                    reason="Gemma asset, its LoRA adapter or the KenLM model not built (spacy project run generator-model, "
+                           "finetune-generator-rhetoric, kenlm-model)")
 def test_serve_suggests_with_the_gemma_config(monkeypatch):
     """The README's example: ``rhetoric serve --generator-config configs/generator_gemma.cfg``."""
     pytest.importorskip("fastapi")
@@ -233,3 +236,6 @@ def test_serve_suggests_with_the_gemma_config(monkeypatch):
     assert res.status_code == 200, res.text
     body = res.json()
     assert body["object"] == "月亮" and len(body["candidates"]) == 1 and body["candidates"][0]["text"]
+    # verified by the served pipeline, ranked with KenLM fluency
+    assert body["verification"] == "on" and isinstance(body["candidates"][0]["verified"], bool)
+    assert body["candidates"][0]["fluency"] < 0

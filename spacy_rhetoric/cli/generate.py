@@ -19,6 +19,12 @@ API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Env var hold
 TIMEOUT = typer.Option(60.0, "--timeout", help="Seconds per HTTP request")
 TOP_P = typer.Option(0.9, "--top-p", help="Nucleus sampling mass (--model-path)")
 REPETITION_PENALTY = typer.Option(1.1, "--repetition-penalty", help="Penalty on repeated tokens (--model-path; 1 = off)")
+# ... and by the two batch commands, `generate-records` and `evaluate-suggestions`
+N_SHOTS = typer.Option(4, "--n-shots", help="Shots per completion prompt (0 for a LoRA model trained without)")
+SAMPLE_TEMPERATURE = typer.Option(0.8, "--temperature")
+MAX_NEW_TOKENS = typer.Option(64, "--max-new-tokens")
+K_CONTEXT = typer.Option(3, "--k", help="Preceding sentences used as context")
+SAMPLING_SEED = typer.Option(0, "--seed", help="Sampling seed")
 
 
 @app.command("generate")
@@ -134,14 +140,14 @@ def generate_records_cmd(
     timeout: float = TIMEOUT,
     prompt_style: str = typer.Option("completion", "--prompt-style", help="instruction or completion"),
     shots: Optional[Path] = typer.Option(None, "--shots", exists=True, dir_okay=False, help="RG training records for the completion shots"),
-    n_shots: int = typer.Option(4, "--n-shots", help="Shots per completion prompt (0 for a LoRA model trained without)"),
+    n_shots: int = N_SHOTS,
     n: int = typer.Option(1, "--n", help="Candidates per record"),
-    temperature: float = typer.Option(0.8, "--temperature"),
+    temperature: float = SAMPLE_TEMPERATURE,
     top_p: float = TOP_P,
     repetition_penalty: float = REPETITION_PENALTY,
-    max_new_tokens: int = typer.Option(64, "--max-new-tokens"),
-    k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed"),
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    k: int = K_CONTEXT,
+    seed: int = SAMPLING_SEED,
     batch_size: int = typer.Option(8, "--batch-size", help="Records per generation batch"),
     resume: bool = typer.Option(False, "--resume", help="Keep the records already in OUTPUT and add the rest"),
 ) -> None:
@@ -177,13 +183,13 @@ def evaluate_suggestions_cmd(
     ns: str = typer.Option("1,4,8", "--ns", help="Candidates per request to report success at (comma-separated)"),
     per_device: int = typer.Option(50, "--per-device", help="Requests per device"),
     sample_seed: int = typer.Option(0, "--sample-seed"),
-    n_shots: int = typer.Option(4, "--n-shots", help="Shots per completion prompt (0 for a LoRA model trained without)"),
-    k: int = typer.Option(3, "--k", help="Preceding sentences used as context"),
-    temperature: float = typer.Option(0.8, "--temperature"),
+    n_shots: int = N_SHOTS,
+    k: int = K_CONTEXT,
+    temperature: float = SAMPLE_TEMPERATURE,
     top_p: float = TOP_P,
     repetition_penalty: float = REPETITION_PENALTY,
-    max_new_tokens: int = typer.Option(64, "--max-new-tokens"),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed"),
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    seed: int = SAMPLING_SEED,
     batch: int = typer.Option(4, "--batch", help="Requests generated together (throughput; latency is timed one request at a time)"),
     latency_sample: int = typer.Option(16, "--latency-sample", help="Requests timed one at a time at each N (0 = none)"),
     resume: bool = typer.Option(False, "--resume", help="Keep the rows already in OUTPUT and add the rest"),
@@ -240,6 +246,21 @@ def suggestion_sheet_cmd(
     write_jsonl(items, sheet)
     write_jsonl(secret, key)
     typer.echo(f"wrote {len(items)} items to {sheet} and their key to {key}")
+
+
+@app.command("suggestion-samples")
+def suggestion_samples_cmd(
+    rows: Path = typer.Argument(..., exists=True, dir_okay=False, help="evaluate-suggestions results (JSONL)"),
+    output: Path = typer.Option(..., "--output", "-o", help="Markdown table to write"),
+    n: int = typer.Option(10, "--n", help="Requests per device"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the draw"),
+) -> None:
+    """N returned suggestions per device with their evidence, requests drawn by a seed (not by hand)."""
+    from ..evaluation.suggestions import read_rows, samples_markdown
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(samples_markdown(read_rows(rows), n, seed), encoding="utf8")
+    typer.echo(f"wrote {output}", err=True)
 
 
 @app.command("score-blind-read")

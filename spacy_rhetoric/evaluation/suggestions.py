@@ -149,3 +149,27 @@ def read_rows(path: Path) -> List[Dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf8").splitlines() if line.strip()]
+
+
+def samples_markdown(rows: Sequence[Dict[str, Any]], n: int, seed: int = 0) -> str:
+    """A Markdown table of ``n`` requests per device drawn with ``seed``
+    (not chosen by hand): the object, the suggestion returned first, whether
+    it was verified, and its evidence (or the reason it was not)."""
+    lines = ["| device | object | returned first | verified | evidence / reason |", "|---|---|---|---|---|"]
+    for device in sorted({r["rhetoric"] for r in rows}):
+        pool = [r for r in rows if r["rhetoric"] == device]
+        for row in sorted(random.Random(seed).sample(pool, min(n, len(pool))), key=lambda r: r["id"]):
+            first = next((c for c in row["candidates"] if c["error"] is None), None)
+            if first is None:
+                lines.append(f"| {device} | {row['object']} | (no answer parsed) | no | |")
+                continue
+            # the device's own evidence is the whole sentence: show the parts found in it
+            parts = [e for e in first["evidence"] if e["label"] != device]
+            detail = " · ".join(f"{e['label']} {e['text']}" for e in parts) if first["verified"] else first["reason"]
+            lines.append(f"| {device} | {_cell(row['object'])} | {_cell(first['text'])} | "
+                         f"{'yes' if first['verified'] else 'no'} | {_cell(detail)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")

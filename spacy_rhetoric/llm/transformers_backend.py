@@ -122,7 +122,9 @@ class TransformersBackend:
         if self.adapter_path:
             from peft import PeftModel
 
-            model = PeftModel.from_pretrained(model, self.adapter_path, is_trainable=False)
+            # inference only: fold the LoRA weights into the base layers (peft's merge_and_unload), so
+            # a step costs what the base model's does instead of adding the adapter's matmuls
+            model = PeftModel.from_pretrained(model, self.adapter_path, is_trainable=False).merge_and_unload()
         model.to(device).eval()
         self._model, self._tokenizer = model, tokenizer
         logger.info("loaded %s (adapter %s) on %s", self.model_path, self.adapter_path, device)
