@@ -282,3 +282,43 @@ def test_real_gemma_suggestions_are_verified_by_the_shipped_pipeline(nlp):
     again = verify(analyse, context, "metaphor", "月光", [c.text for c in ok])
     assert [v.verified for v in again] == [c.verified for c in ok]
     print(json.dumps(result.to_dict(), ensure_ascii=False)[:2000])
+
+
+# --- the blind read -----------------------------------------------------------------------------
+
+
+def fake_rows():
+    rows = []
+    for i in range(12):
+        device = ("metaphor", "parallelism")[i % 2]
+        rows.append({"id": i, "rhetoric": device, "object": f"对象{i}", "context": ["上文。"], "human": f"人写的句子{i}。",
+                     "returned": f"生成的句子{i}。" if i != 4 else None, "returned_verified": i % 3 == 0})
+    return rows
+
+
+def test_blind_sheet_hides_the_groups_and_scores_them(tmp_path):
+    from spacy_rhetoric.corpora.jsonio import iter_jsonl_objects
+    from spacy_rhetoric.errors import CorpusFormatError
+    from spacy_rhetoric.evaluation.blind_read import QUESTIONS, make_sheet, read_answers, score, write_jsonl
+
+    sheet, key = make_sheet(fake_rows(), per_device=3, human_per_device=2, seed=0)
+    assert (sheet, key) == make_sheet(fake_rows(), per_device=3, human_per_device=2, seed=0)
+    assert len(sheet) == len(key) == 10 and [s["item"] for s in sheet] == [k["item"] for k in key] == list(range(1, 11))
+    for item in sheet:  # what the reader sees: no system, no verdict
+        assert set(item) == {"item", "context", "rhetoric", "object", "sentence", "note", *QUESTIONS}
+    humans = [s["sentence"] for s, k in zip(sheet, key) if k["group"] == "human"]
+    assert len(humans) == 4 and all(h.startswith("人写的句子") for h in humans)
+    assert all(s["sentence"] != "None" and s["sentence"] for s in sheet)  # a request with no answer is not drawn
+    # answers: every item yes for device, fluent only for the human ones
+    answered = [{**s, "device": True, "fluent": k["group"] == "human", "fits": True} for s, k in zip(sheet, key)]
+    write_jsonl(answered, tmp_path / "sheet.jsonl")
+    result = score(read_answers(tmp_path / "sheet.jsonl"), key)
+    assert result["metaphor/human"] == {"items": 2, "device": 1.0, "fluent": 1.0, "fits": 1.0}
+    assert result["metaphor/returned"]["items"] == 3 and result["metaphor/returned"]["fluent"] == 0.0
+    # an unanswered item names the file and line; a missing item is an error
+    write_jsonl(sheet[:1], tmp_path / "blank.jsonl")
+    with pytest.raises(CorpusFormatError, match="blank.jsonl.*line 1|line 1.*blank.jsonl"):
+        read_answers(tmp_path / "blank.jsonl")
+    with pytest.raises(ValueError, match="not answered"):
+        score(read_answers(tmp_path / "sheet.jsonl"), key + [{"item": 99, "group": "human", "rhetoric": "metaphor"}])
+    assert len(list(iter_jsonl_objects(tmp_path / "sheet.jsonl"))) == 10

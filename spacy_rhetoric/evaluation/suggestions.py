@@ -31,6 +31,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from ..llm.records import RGRecord, read_jsonl
 from ..llm.verify import kenlm_fluency
+from ..taxonomy import COMPONENTS
 
 
 def held_out_requests(paths: Sequence[Path], per_device: int, seed: int = 0) -> List[RGRecord]:
@@ -163,8 +164,8 @@ def samples_markdown(rows: Sequence[Dict[str, Any]], n: int, seed: int = 0) -> s
             if first is None:
                 lines.append(f"| {device} | {row['object']} | (no answer parsed) | no | |")
                 continue
-            # the device's own evidence is the whole sentence: show the parts found in it
-            parts = [e for e in first["evidence"] if e["label"] != device]
+            # the parts of the requested device found in it (its sentence label is the whole text)
+            parts = [e for e in first["evidence"] if e["label"] == "branch" or COMPONENTS.get(e["label"], ("",))[0] == device]
             detail = " · ".join(f"{e['label']} {e['text']}" for e in parts) if first["verified"] else first["reason"]
             lines.append(f"| {device} | {_cell(row['object'])} | {_cell(first['text'])} | "
                          f"{'yes' if first['verified'] else 'no'} | {_cell(detail)} |")

@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..evaluation.rhetoric_success import object_matches
 from ..render import devices_of
-from ..taxonomy import COARSE_ZH, OBJECT_COMPONENT
+from ..taxonomy import COARSE_ZH, COMPONENTS, OBJECT_COMPONENT
 from .completion import join_sentences
 
 #: ``texts -> one analysis record per text``
@@ -52,10 +52,11 @@ class Verdict:
 
     verified: the rule of the module docstring holds (None: not checked).
     device: the device part holds; object: the object part (None when it
-    does not apply). analyser_score: in [0, 1]. evidence: what was found in
-    the candidate, offsets in characters of the candidate text:
-    ``{"label", "text", "start", "end", "score"}`` with label a device
-    (a sentence), a component label or ``"branch"``. reason: why it is not
+    does not apply). analyser_score: in [0, 1]. evidence: what was found of
+    the requested device in the candidate, offsets in characters of the
+    candidate text: ``{"label", "text", "start", "end", "score"}`` with
+    label the device (a sentence labelled with it), one of its component
+    labels (``COMPONENTS``) or ``"branch"``. reason: why it is not
     verified, in words ("" when verified).
     """
 
@@ -87,7 +88,9 @@ def verify_record(record: Dict[str, Any], start: int, rhetoric: str, obj: str, *
     without ``sentences``/``components``/``parallelisms``."""
     sentences = [s for s in record["sentences"] if s["end"] > start]
     components = [c for c in record["components"] if c["start"] >= start]
-    evidence = [_piece(c["label"], c, start, c.get("score")) for c in components]
+    # evidence: the requested device's own components (tenor, comparator and vehicle of a metaphor, ...)
+    evidence = [_piece(c["label"], c, start, c.get("score")) for c in components
+                if COMPONENTS.get(c["label"], ("",))[0] == rhetoric]
     if rhetoric == "parallelism":
         return _verify_parallelism(record, sentences, start, evidence, min_branches)
     scores = [float(s["coarse"][rhetoric]) for s in sentences if rhetoric in devices_of(s)]
