@@ -1,21 +1,27 @@
-"""``rhetoric_generator``: controllable rhetorical generation (CERD task RG).
+"""``rhetoric_generator``: controllable rhetorical generation (CERD task RG),
+every candidate verified by our own analyser.
 
 Given up to k preceding sentences, a coarse device (metaphor,
-personification, hyperbole) and an object (tenor / personification object /
-hyperbole object), an LLM generates a sentence that uses the device on the
-object and continues the context (Liu et al. 2024, ``papers/000``, §3.2).
-The backend is chosen in the config with ``@llm_backends``; candidates are
-reranked by a pluggable scorer from ``registry.misc`` (default
-``spacy_rhetoric.LogprobReranker.v1``; ``spacy_rhetoric.HauserReranker.v1``
-when the evaluation suite is installed).
+personification, hyperbole, and beyond CERD parallelism) and an object
+(tenor / personification object / hyperbole object / parallelism marker),
+an LLM generates N candidate sentences that should use the device on the
+object and continue the context (Liu et al. 2024, ``papers/000``, §3.2).
+Each candidate is then analysed in its context by a rhetoric pipeline and
+verified or not (:mod:`spacy_rhetoric.llm.verify`); verified ones come
+first, ranked by the analyser's score, KenLM fluency and a pluggable
+reranker from ``registry.misc`` (default ``spacy_rhetoric.LogprobReranker.v1``;
+``spacy_rhetoric.HauserReranker.v1`` when the evaluation suite is
+installed). The backend is chosen in the config with ``@llm_backends``.
 
 In a pipeline the component writes ``doc._.rhetoric_suggestions``: one dict
 per requested sentence (by index, by explicit request, or by ``policy``)::
 
     {"sentence": 3, "start_char": 40, "end_char": 58, "text": "...",
      "rhetoric": "metaphor", "object": "月光",
-     "candidates": [{"text": ..., "score": ..., "logprob": ..., "repaired": ...}],
-     "failures": [{"raw": ..., "error": ...}], "skipped": None}
+     "candidates": [{"text": ..., "verified": ..., "evidence": [...], "reason": ...,
+                     "score": ..., "logprob": ..., "repaired": ...}],
+     "failures": [{"raw": ..., "error": ...}], "skipped": None,
+     "n_verified": 1, "verification": "on", "budget_exhausted": False}
 
 Answers that do not parse are listed under ``failures`` with their raw text;
 nothing is invented. Docs without sentence boundaries are treated as one
@@ -255,7 +261,7 @@ class RhetoricGenerator:
         them literal; without textcat output, sentences outside
         ``doc.spans["rhetoric"]``), ``"all"``.
     rhetorics: devices to suggest for policy-chosen sentences (each of
-        metaphor/personification/hyperbole).
+        metaphor/personification/hyperbole/parallelism).
     n_context: k, the number of preceding sentences given as context.
     n_candidates: candidates asked for per request (identical generations
         are merged, so fewer may come back).
@@ -385,8 +391,9 @@ class RhetoricGenerator:
         doc_or_context: the text the sentence should follow: a Doc (its last
             k sentences), a list of sentences, a string (split into
             sentences), or None/empty for no context.
-        rhetoric: metaphor, personification or hyperbole. object: the tenor /
-            personification object / hyperbole object.
+        rhetoric: metaphor, personification, hyperbole or parallelism.
+        object: the tenor / personification object / hyperbole object /
+            parallelism marker.
         Returns :attr:`Suggestion.candidates`: verified candidates best
         first, then unverified ones, then failures (``ok`` False, with raw
         answer and error). Raises ``ValueError`` for an unknown device or an
