@@ -226,7 +226,6 @@ def test_generator_in_the_analysing_pipeline_verifies_with_the_components_before
 
 
 def test_requests_from_the_annotated_test_essays_topped_up_from_dev(tmp_path):
-    stats = {}
     from collections import Counter
 
     stats = Counter()

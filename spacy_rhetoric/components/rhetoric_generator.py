@@ -621,6 +621,7 @@ class RhetoricGenerator:
             if prev is None or _lp(cand) > _lp(prev):
                 good[cand.text] = cand
         ranked = list(good.values())
+        analyse, status = self._analyser()
         if ranked:
             scores = self.reranker(
                 [c.text for c in ranked],
@@ -631,7 +632,6 @@ class RhetoricGenerator:
             )
             if len(scores) != len(ranked):
                 raise ValueError(Errors.R010.format(n_scores=len(scores), n_candidates=len(ranked)))
-            analyse, status = self._analyser()
             texts = [c.text for c in ranked]
             verdicts = verify(analyse, context, rhetoric, obj, texts, min_branches=self.cfg.get("min_branches", 3)) \
                 if analyse else [Verdict(None, reason=f"not verified: verification {status}") for _ in ranked]
@@ -641,8 +641,6 @@ class RhetoricGenerator:
                 cand.fluency = None if fluency is None else round(fluency, 4)
                 cand.score = rank_score(verdict, fluency, float(score), weights)
             ranked.sort(key=lambda c: (c.verified is True, c.score), reverse=True)
-        else:
-            status = self._analyser()[1]
         if failures:
             logger.info("%d of %d answers failed: %s", len(failures), len(completions), failures[0].error)
         n_verified = sum(c.verified is True for c in ranked)

@@ -23,6 +23,7 @@ perplexity ``exp(-mean)``.
 from __future__ import annotations
 
 import json
+import math
 import random
 import statistics
 import time
@@ -68,7 +69,8 @@ def request_rows(generator: Any, requests: Sequence[RGRecord], ns: Sequence[int]
     from tqdm import tqdm
 
     n = max(ns)
-    todo = [(i, r) for i, r in enumerate(requests) if i not in set(done)]
+    skip = set(done)
+    todo = [(i, r) for i, r in enumerate(requests) if i not in skip]
     bar = tqdm(total=len(todo), disable=not progress, unit="request")
     for start in range(0, len(todo), batch):
         chunk = todo[start : start + batch]
@@ -140,8 +142,6 @@ def summarize(rows: Sequence[Dict[str, Any]], ns: Sequence[int], kenlm: Any = No
 
 def _char_ppl(kenlm: Any, texts: List[str]) -> Optional[float]:
     values = [v for v in kenlm_fluency(kenlm, texts) if v is not None]
-    import math
-
     return round(math.exp(-statistics.fmean(values)), 2) if values else None
 
 

@@ -271,10 +271,10 @@ class TransformersBackend:
             out = model.generate(input_ids=input_ids, attention_mask=attention, return_dict_in_generate=True,
                                  output_logits=True, **kwargs)
             # log p of each generated token under the model itself (raw logits, log-softmaxed), not under
-            # the sampling distribution; read off the generation instead of a second forward pass
-            steps = model.compute_transition_scores(out.sequences, out.logits, normalize_logits=True)
-        if kwargs.get("num_beams", 1) > 1:  # beam search reorders rows; score the kept beams afresh
-            steps = None
+            # the sampling distribution; read off the generation instead of a second forward pass. Beam
+            # search reorders rows, so its kept beams are scored afresh below.
+            steps = None if kwargs.get("num_beams", 1) > 1 else \
+                model.compute_transition_scores(out.sequences, out.logits, normalize_logits=True)
         width = input_ids.shape[1]
         continuations = [_cut_at_stop(row[width:].tolist(), stop, tok.pad_token_id) for row in out.sequences]
         if stop_text:

@@ -93,8 +93,9 @@ def verify_record(record: Dict[str, Any], start: int, rhetoric: str, obj: str, *
                 if COMPONENTS.get(c["label"], ("",))[0] == rhetoric]
     if rhetoric == "parallelism":
         return _verify_parallelism(record, sentences, start, evidence, min_branches)
-    scores = [float(s["coarse"][rhetoric]) for s in sentences if rhetoric in devices_of(s)]
-    evidence = [_piece(rhetoric, s, start, s["coarse"][rhetoric]) for s in sentences if rhetoric in devices_of(s)] + evidence
+    labelled = [s for s in sentences if rhetoric in devices_of(s)]
+    scores = [float(s["coarse"][rhetoric]) for s in labelled]
+    evidence = [_piece(rhetoric, s, start, s["coarse"][rhetoric]) for s in labelled] + evidence
     device_ok = bool(scores)
     label = OBJECT_COMPONENT[rhetoric]
     matches = [float(c.get("score") or 0.0) for c in components if c["label"] == label and object_matches(c["text"], obj)]
