@@ -38,6 +38,8 @@ class Errors(metaclass=ErrorsWithCodes):
     R015 = "Need 0 < top_p <= 1 and repetition_penalty > 0, got {top_p}, {repetition_penalty}."
     R016 = "{path} is not a vectors package this project reads ({known})."
     R017 = "{path} has no {member}: is it the right package version?"
+    R018 = ("lead must be one of {leads}, got {value!r}; a lead other than 'none' needs the "
+            "completion prompt style (a chat answer is JSON and cannot be begun for the model).")
     # trainable components
     R101 = "'{name}' needs at least one non-empty training document to initialize."
     R102 = "Tag {tag!r} is not among the labels of '{name}'; re-initialize on this data."

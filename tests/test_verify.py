@@ -13,11 +13,12 @@ import torch
 
 from spacy_rhetoric.components.rhetoric_generator import RhetoricGenerator
 from spacy_rhetoric.evaluation.suggestions import held_out_requests, percentiles, request_rows, summarize
-from spacy_rhetoric.llm.completion import builtin_shots, render_rg_completion
+from spacy_rhetoric.llm.completion import builtin_shots, lead_texts, render_rg_completion
 from spacy_rhetoric.llm.records import essay_rg_records, write_jsonl
 from spacy_rhetoric.llm.tiny import build_tiny_chat_model
 from spacy_rhetoric.llm.transformers_backend import TransformersBackend
-from spacy_rhetoric.llm.verify import check_weights, in_context, pipeline_analyser, rank_score, verify, verify_record
+from spacy_rhetoric.llm.verify import (check_weights, in_context, pipeline_analyser, rank_score, repeated_clause, verify,
+                                       verify_record)
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA = ROOT / "assets" / "generators" / "gemma-3-270m"
@@ -91,6 +92,30 @@ def test_parallelism_needs_three_branches_inside_the_candidate():
     assert two.verified is False and two.reason == "2 branches linked, 3 needed"
     assert verify_record(record(text, sents, parallelisms=[branches[:2]]), start, "parallelism", "我爱",
                          min_branches=2).verified
+
+
+def test_a_looping_or_copied_candidate_is_not_verified():
+    def everything(texts):  # an analyser that finds a metaphor on 芥子 in every candidate sentence
+        out = []
+        for text in texts:
+            start = text.rindex("芥子虽小")  # each candidate opens with it
+            tenor = {"label": "tenor", "score": 0.9, "start": start, "end": start + 2, "text": "芥子"}
+            sent = {"start": start, "end": len(text), "text": text[start:], "coarse": {"metaphor": 0.9}}
+            out.append(record(text, [sent], [tenor]))
+        return out
+
+    looping = "芥子虽小，但它是生命的根基，是人类生命的根基，是人类生命的根基。"
+    copied = "芥子虽小，却能容下须弥山。"
+    fine = "芥子虽小，却像一粒种子，藏着整座山林。"
+    verdicts = verify(everything, ["上文：芥子纳须弥。", "芥子虽小，却能容下须弥山。"], "metaphor", "芥子", [looping, copied, fine])
+    assert [v.verified for v in verdicts] == [False, False, True]
+    assert verdicts[0].reason == "repeats the clause 是人类生命的根基" and verdicts[0].analyser_score == 0
+    assert verdicts[1].reason == "copies the clause 却能容下须弥山 from the context"
+    assert verdicts[0].evidence  # what the analyser found is still shown
+    # branches share their marker, not whole clauses; clauses under 5 characters (芥子虽小, 我爱) may recur
+    assert repeated_clause([], "我爱春天的花，我爱夏天的雨，我爱秋天的叶。") == ""
+    assert repeated_clause([], "春天来了，春天来了，真好。") == ""
+    assert repeated_clause([], "春天来了啊，春天来了啊。") == "repeats the clause 春天来了啊"
 
 
 def test_weights_are_checked_and_combined():
@@ -192,6 +217,23 @@ def test_time_budget_stops_drawing_between_rounds(tiny_model):
     assert full.n_drawn == 6 and not full.budget_exhausted
     with pytest.raises(ValueError):
         gen.suggest("上文。", "metaphor", "月光", time_budget=-1)
+
+
+def test_lead_begins_every_answer_and_turns_over_rounds(tiny_model):
+    gen = tiny_generator(tiny_model, n=6)
+    gen.cfg.update(round_size=4, lead="comparator")
+    gen.set_analyser(lambda texts: [record(t, []) for t in texts])
+    drawn = gen.suggest("上文。", "metaphor", "月光").drawn
+    # candidate j begins with the object and the j-th comparator, also across rounds (4 + 2)
+    leads = ["月光像", "月光仿佛", "月光是", "月光如同", "月光像", "月光仿佛"]
+    assert len(drawn) == 6 and [d[: len(lead)] for d, lead in zip(drawn, leads)] == leads
+    # the other devices have no comparator: not begun
+    assert lead_texts("personification", "月光", "comparator") == [""] == lead_texts("metaphor", "月光", "none")
+    assert lead_texts("metaphor", " 月光 ", "comparator")[0] == "月光像"
+    with pytest.raises(ValueError, match="lead"):
+        lead_texts("metaphor", "月光", "object")
+    with pytest.raises(ValueError, match="completion"):
+        RhetoricGenerator(None, gen.backend, prompt_style="instruction", lead="comparator")
 
 
 # --- the shipped pipeline as analyser --------------------------------------------------------
@@ -298,7 +340,7 @@ def fake_rows():
 def test_blind_sheet_hides_the_groups_and_scores_them(tmp_path):
     from spacy_rhetoric.corpora.jsonio import iter_jsonl_objects
     from spacy_rhetoric.errors import CorpusFormatError
-    from spacy_rhetoric.evaluation.blind_read import QUESTIONS, make_sheet, read_answers, score, write_jsonl
+    from spacy_rhetoric.evaluation.blind_read import QUESTIONS, agreement, make_sheet, read_answers, score, write_jsonl
 
     sheet, key = make_sheet(fake_rows(), per_device=3, human_per_device=2, seed=0)
     assert (sheet, key) == make_sheet(fake_rows(), per_device=3, human_per_device=2, seed=0)
@@ -321,3 +363,9 @@ def test_blind_sheet_hides_the_groups_and_scores_them(tmp_path):
     with pytest.raises(ValueError, match="not answered"):
         score(read_answers(tmp_path / "sheet.jsonl"), key + [{"item": 99, "group": "human", "rhetoric": "metaphor"}])
     assert len(list(iter_jsonl_objects(tmp_path / "sheet.jsonl"))) == 10
+    # a second reader who differs on one fluency answer: agreement and kappa per question
+    other = [{**a, "fluent": not a["fluent"]} if a["item"] == 1 else a for a in answered]
+    write_jsonl(other, tmp_path / "second.jsonl")
+    both = agreement(read_answers(tmp_path / "sheet.jsonl"), read_answers(tmp_path / "second.jsonl"))
+    assert both["items"] == 10 and both["fluent"]["agreement"] == 0.9 and both["fits"]["agreement"] == 1.0
+    assert 0 < both["fluent"]["kappa"] < 1 and both["device"]["kappa"] != both["device"]["kappa"]  # nan: all yes

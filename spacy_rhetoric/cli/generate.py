@@ -25,6 +25,7 @@ SAMPLE_TEMPERATURE = typer.Option(0.8, "--temperature")
 MAX_NEW_TOKENS = typer.Option(64, "--max-new-tokens")
 K_CONTEXT = typer.Option(3, "--k", help="Preceding sentences used as context")
 SAMPLING_SEED = typer.Option(0, "--seed", help="Sampling seed")
+LEAD = typer.Option("none", "--lead", help="Begin each answer for the model (completion prompts): none, or comparator (a metaphor begins with its tenor and 像/仿佛/是/如同 in turn)")
 
 
 @app.command("generate")
@@ -56,6 +57,7 @@ def generate_cmd(
     time_budget: float = typer.Option(0.0, "--time-budget", help="Seconds for drawing candidates (0 = none); drawn in rounds of --round-size"),
     round_size: int = typer.Option(0, "--round-size", help="Candidates per round (0 = all N at once)"),
     kenlm: Optional[Path] = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM model for the fluency term (spacy project run kenlm-model)"),
+    lead: str = LEAD,
 ) -> None:
     """Generate sentences using a rhetorical device on an object (CERD RG), verify each with the analyser;
     prints JSON lines, verified ones first, and a summary line on stderr.
@@ -70,7 +72,7 @@ def generate_cmd(
                              language=language, prompt_style=style, shots_path=str(shots) if shots else None,
                              n_shots=n_shots, verify=not no_verify, analyser=None if no_verify else analyser,
                              weights=parse_weights(weights), kenlm_path=str(kenlm) if kenlm else None,
-                             time_budget=time_budget, round_size=round_size)
+                             time_budget=time_budget, round_size=round_size, lead=lead)
         result = gen.suggest(text, rhetoric, obj, n)
     except (ValueError, OSError) as err:
         typer.echo(f"rhetoric generate: {' '.join(str(err).split())}", err=True)
@@ -193,6 +195,7 @@ def evaluate_suggestions_cmd(
     batch: int = typer.Option(4, "--batch", help="Requests generated together (throughput; latency is timed one request at a time)"),
     latency_sample: int = typer.Option(16, "--latency-sample", help="Requests timed one at a time at each N (0 = none)"),
     resume: bool = typer.Option(False, "--resume", help="Keep the rows already in OUTPUT and add the rest"),
+    lead: str = LEAD,
 ) -> None:
     """Verified suggestions on held-out requests: success per request at N = 1, 4, 8 per device, latency, fluency."""
     import json
@@ -207,7 +210,7 @@ def evaluate_suggestions_cmd(
     gen = _cli_generator(model_path, adapter_path, None, "default", None, 60.0, top_p, repetition_penalty, seed,
                          n_context=k, n_candidates=max(counts), temperature=temperature, max_new_tokens=max_new_tokens,
                          prompt_style="completion", n_shots=n_shots, analyser=None,
-                         kenlm_path=str(kenlm) if kenlm else None)
+                         kenlm_path=str(kenlm) if kenlm else None, lead=lead)
     gen.backend.batch_size = batch
     gen.set_analyser(pipeline_analyser(load_pipeline(analyser)))
     rows = read_rows(output) if resume else []
@@ -219,7 +222,7 @@ def evaluate_suggestions_cmd(
             rows.append(row)
     lm = load_kenlm(kenlm) if kenlm else None
     result = {"system": system, "model_path": model_path, "adapter_path": adapter_path, "analyser": analyser,
-              "n_shots": n_shots, "k": k, "temperature": temperature, "per_device": per_device,
+              "n_shots": n_shots, "k": k, "temperature": temperature, "per_device": per_device, "lead": lead,
               "requests": [str(p) for p in requests], "summary": summarize(rows, counts, lm)}
     if latency_sample:
         gen.backend.batch_size = max(counts)
@@ -268,14 +271,18 @@ def score_blind_read_cmd(
     answers: Path = typer.Argument(..., exists=True, dir_okay=False, help="The annotated sheet"),
     key: Path = typer.Argument(..., exists=True, dir_okay=False, help="Its key (suggestion-sheet --key)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scores as JSON here"),
+    second: Optional[Path] = typer.Option(None, "--second", exists=True, dir_okay=False, help="A second reader's independent answers to the same sheet: agreement and Cohen's kappa per question"),
 ) -> None:
     """Share of yes (device right, fluent, fits the context) per device and group of a blind read."""
     import json
 
-    from ..evaluation.blind_read import read_answers, score
+    from ..evaluation.blind_read import agreement, read_answers, score
     from ..evaluation.suggestions import read_rows
 
-    result = score(read_answers(answers), read_rows(key))
+    first = read_answers(answers)
+    result = score(first, read_rows(key))
+    if second:
+        result["second_reader"] = agreement(first, read_answers(second))
     text = json.dumps(result, ensure_ascii=False, indent=1)
     typer.echo(text)
     if output:

@@ -45,7 +45,7 @@ from ..llm.base import Completion, LLMBackend
 from ..llm.completion import select_shots
 from ..llm.prompts import RG_DEVICES, ParsedAnswer
 from ..llm.records import RGRecord, read_jsonl, split_sentences
-from ..llm.tasks import PROMPT_STYLES, RGRequest, make_rg_task
+from ..llm.tasks import PROMPT_STYLES, RGRequest, check_lead, make_rg_task
 from ..llm.verify import Analyse, Verdict, check_weights, kenlm_fluency, pipeline_analyser, rank_score, verify
 from ..taxonomy import LITERAL, REQUEST_OBJECT
 
@@ -195,6 +195,7 @@ def make_logprob_reranker(length_normalize: bool = True) -> Reranker:
         "time_budget": 0.0,
         "round_size": 0,
         "min_branches": 3,
+        "lead": "none",
     },
 )
 def make_rhetoric_generator(
@@ -221,6 +222,7 @@ def make_rhetoric_generator(
     time_budget: float,
     round_size: int,
     min_branches: int,
+    lead: str,
 ) -> "RhetoricGenerator":
     """Factory of :class:`RhetoricGenerator` (see there for the settings)."""
     return RhetoricGenerator(
@@ -247,6 +249,7 @@ def make_rhetoric_generator(
         time_budget=time_budget,
         round_size=round_size,
         min_branches=min_branches,
+        lead=lead,
         nlp=nlp,
     )
 
@@ -296,9 +299,15 @@ class RhetoricGenerator:
         candidates are drawn in rounds of ``round_size`` (0 = all N in one
         round) and no new round starts once the budget is spent.
     min_branches: branches the linker must group for a verified parallelism.
+    lead: how each answer is begun for the model (completion style only;
+        :func:`~spacy_rhetoric.llm.completion.lead_texts`): ``"none"`` or
+        ``"comparator"`` (a metaphor begins with its tenor and a comparator,
+        像/仿佛/是/如同 in turn over the candidates; the other devices are not
+        begun).
 
-    Raises ``ValueError`` for an unknown policy, device, language or prompt
-    style, or a completion style with a backend that has no ``complete``.
+    Raises ``ValueError`` for an unknown policy, device, language, prompt
+    style or lead, a lead with the instruction style, or a completion style
+    with a backend that has no ``complete``.
     """
 
     def __init__(
@@ -327,10 +336,12 @@ class RhetoricGenerator:
         time_budget: float = 0.0,
         round_size: int = 0,
         min_branches: int = 3,
+        lead: str = "none",
         nlp: Optional[Language] = None,
     ) -> None:
         if prompt_style not in PROMPT_STYLES:
             raise ValueError(Errors.R003.format(styles=PROMPT_STYLES, value=prompt_style))
+        check_lead(prompt_style, lead)
         if prompt_style == "completion" and not callable(getattr(backend, "complete", None)):
             raise ValueError(Errors.R004.format(backend=type(backend).__name__))
         if policy not in POLICIES:
@@ -365,6 +376,7 @@ class RhetoricGenerator:
             "time_budget": float(time_budget),
             "round_size": int(round_size),
             "min_branches": int(min_branches),
+            "lead": lead,
         }
         self._nlp = nlp
         self._analyse: Optional[Analyse] = None
@@ -546,7 +558,8 @@ class RhetoricGenerator:
         """The RG task of ``cfg`` (:mod:`spacy_rhetoric.llm.tasks`): it makes
         the prompts, asks the backend and parses the answers."""
         shots = {dev: [RGRecord(**s) for s in recs] for dev, recs in self.cfg.get("shots", {}).items()}
-        return make_rg_task(self.cfg.get("prompt_style", "instruction"), language=self.cfg["language"], shots=shots)
+        return make_rg_task(self.cfg.get("prompt_style", "instruction"), language=self.cfg["language"], shots=shots,
+                            lead=self.cfg.get("lead", "none"))
 
     def _run(self, jobs: List[tuple], n: int, *, weights: Optional[Dict[str, float]] = None,
              time_budget: Optional[float] = None) -> List[Suggestion]:
@@ -563,7 +576,7 @@ class RhetoricGenerator:
         while len(answers[0]) < n:
             if budget and answers[0] and time.perf_counter() - start >= budget:
                 break
-            got = task.call(self.backend, prompts, n=min(size, n - len(answers[0])),
+            got = task.call(self.backend, prompts, n=min(size, n - len(answers[0])), first=len(answers[0]),
                             temperature=self.cfg["temperature"], max_new_tokens=self.cfg["max_new_tokens"])
             for i, (comps, p) in enumerate(zip(got, task.parse_responses(got))):
                 answers[i].extend(comps)

@@ -15,7 +15,8 @@ sentence uses the requested device on the requested object, by
 ``annotations/GUIDELINES.md``), ``fluent`` (grammatical, natural Chinese),
 ``fits`` (it can follow the context). :func:`score` joins answers and key
 and reports the share of "yes" per device and per group (returned and
-verified, returned and unverified, human).
+verified, returned and unverified, human). :func:`agreement` compares two
+readers' independent answers to the same sheet (Cohen's κ per question).
 """
 from __future__ import annotations
 
@@ -88,6 +89,24 @@ def score(answers: Dict[int, Dict[str, Any]], key: Sequence[Dict[str, Any]]) -> 
             groups[f"{k['rhetoric']}/returned"].append(a)
     return {name: {"items": len(group), **{q: round(sum(a[q] for a in group) / len(group), 4) for q in QUESTIONS}}
             for name, group in sorted(groups.items())}
+
+
+def agreement(first: Dict[int, Dict[str, Any]], second: Dict[int, Dict[str, Any]]) -> Dict[str, Any]:
+    """Two readers of one sheet, per question: the items both answered,
+    the share they agree on, and Cohen's κ (Cohen 1960;
+    :func:`spacy_rhetoric.evaluation.agreement.cohen_kappa`; nan when both
+    answer one value throughout). Raises ValueError when they share no item."""
+    from .agreement import cohen_kappa
+
+    items = sorted(set(first) & set(second))
+    if not items:
+        raise ValueError("the two sheets have no answered item in common")
+    out: Dict[str, Any] = {"items": len(items)}
+    for q in QUESTIONS:
+        a, b = [first[i][q] for i in items], [second[i][q] for i in items]
+        out[q] = {"agreement": round(sum(x == y for x, y in zip(a, b)) / len(items), 4),
+                  "kappa": round(cohen_kappa(a, b, labels=[False, True]), 4)}
+    return out
 
 
 def write_jsonl(items: Sequence[Dict[str, Any]], path: Path) -> None:

@@ -16,7 +16,11 @@ model complete the last one (template ``prompts/rg_completion_zh.jinja2``):
     本体：<the object>
     句子：
 
-The answer is the generated text up to the first line break. Shots come from
+The answer is the generated text up to the first line break. A *lead*
+(:func:`lead_texts`) begins the answer for the model: the prompt ends with
+``句子：`` and the lead, and the answer is the lead and its continuation
+(forced-prefix decoding: ``"comparator"`` begins a metaphor with its tenor
+and a comparator, one comparator per candidate in turn). Shots come from
 RG training records (``select_shots``, fixed seed) or, for a device without
 training records, from ``prompts/rg_shots_zh.jsonl`` (sentences written by
 the project). LoRA fine-tuning uses the same template with no shots, the
@@ -39,6 +43,12 @@ BUILTIN_SHOTS = "rg_shots_zh.jsonl"
 #: The answer ends at the first line break (the template's item separator).
 STOP = "\n"
 ANSWER_PREFIX = "句子："
+#: How an answer may be begun for the model (see :func:`lead_texts`).
+LEADS = ("none", "comparator")
+#: Comparators a ``"comparator"`` lead puts after a metaphor's tenor, used in
+#: turn: the simile markers 像/仿佛/如同 and the copula 是 of a 暗喻
+#: (CERD's metaphor forms, ``papers/000`` §2.1).
+LEAD_COMPARATORS = ("像", "仿佛", "是", "如同")
 
 
 def join_sentences(sentences: Sequence[str]) -> str:
@@ -76,6 +86,19 @@ def render_rg_completion(
     request = RGRecord(rhetoric, object, "", list(previous_sentences))
     items = [_item(s, True) for s in shots] + [_item(request, False)]
     return template_environment().get_template(TEMPLATE).render(items=items).rstrip("\n")
+
+
+def lead_texts(rhetoric: str, object: str, lead: str) -> List[str]:
+    """The texts that begin the answers to a request, used by candidates in
+    turn: ``"none"`` → ``[""]``; ``"comparator"`` → for a metaphor, its
+    object followed by each of :data:`LEAD_COMPARATORS`, and ``[""]`` for
+    the other devices (they have no comparator). Raises ``ValueError`` for
+    another lead."""
+    if lead not in LEADS:
+        raise ValueError(Errors.R018.format(leads=LEADS, value=lead))
+    if lead == "comparator" and rhetoric == "metaphor":
+        return [object.strip() + c for c in LEAD_COMPARATORS]
+    return [""]
 
 
 def completion_target(record: RGRecord) -> str:

@@ -12,7 +12,12 @@ text ``context + candidate`` (only what lies in the candidate counts):
   matches o by the containment rule of
   :func:`spacy_rhetoric.evaluation.rhetoric_success.object_matches`;
 - parallelism: the linker groups at least ``min_branches`` (default 3)
-  branches inside the candidate (the marker o is not required).
+  branches inside the candidate (the marker o is not required);
+- and, for every device, the candidate is not degenerate
+  (:func:`repeated_clause`): no clause of ``min_clause_chars`` (default 5)
+  or more characters occurs twice in it or is copied from the context. A
+  small LM's sampling loops (是人类生命的根基，是人类生命的根基) and
+  copies of the context otherwise pass the analyser.
 
 The *analyser score* in [0, 1] ranks verified candidates by the pipeline's
 confidence: the highest textcat score of d among the candidate's sentences,
@@ -128,12 +133,40 @@ def _piece(label: str, span: Dict[str, Any], start: int, score: Any) -> Dict[str
 
 
 def verify(analyse: Analyse, context: Sequence[str], rhetoric: str, obj: str, candidates: Sequence[str],
-           *, min_branches: int = 3) -> List[Verdict]:
+           *, min_branches: int = 3, min_clause_chars: int = 5) -> List[Verdict]:
     """Analyse each candidate in its context (one ``analyse`` call) and judge
-    it; aligned with ``candidates``."""
+    it; aligned with ``candidates``. A degenerate candidate
+    (:func:`repeated_clause`) keeps its evidence but is not verified."""
     placed = [in_context(context, c) for c in candidates]
     records = analyse([text for text, _ in placed]) if placed else []
-    return [verify_record(rec, start, rhetoric, obj, min_branches=min_branches) for rec, (_, start) in zip(records, placed)]
+    verdicts = [verify_record(rec, start, rhetoric, obj, min_branches=min_branches) for rec, (_, start) in zip(records, placed)]
+    for verdict, cand in zip(verdicts, candidates):
+        repeated = repeated_clause(context, cand, min_clause_chars)
+        if repeated:
+            verdict.verified, verdict.analyser_score = False, 0.0
+            verdict.reason = "; ".join(filter(None, [verdict.reason, repeated]))
+    return verdicts
+
+
+def repeated_clause(context: Sequence[str], candidate: str, min_chars: int = 5) -> str:
+    """Why ``candidate`` is degenerate, or "": a clause (a maximal run of
+    word characters, :func:`spacy_rhetoric.evaluation.ngram_lm.clauses`) of
+    at least ``min_chars`` characters that occurs twice in the candidate, or
+    that is a clause of the context (a copy, not a suggestion). Parallel
+    branches share their marker, not whole clauses, so they pass."""
+    from ..evaluation.ngram_lm import clauses
+
+    seen = set()
+    before = {c for sent in context for c in clauses(sent)}
+    for clause in clauses(candidate):
+        if len(clause) < min_chars:
+            continue
+        if clause in seen:
+            return f"repeats the clause {clause}"
+        if clause in before:
+            return f"copies the clause {clause} from the context"
+        seen.add(clause)
+    return ""
 
 
 def pipeline_analyser(nlp: Any, *, before: Optional[str] = None, batch_size: int = 16) -> Analyse:
