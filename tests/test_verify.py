@@ -13,8 +13,10 @@ import torch
 
 from spacy_rhetoric.components.rhetoric_generator import RhetoricGenerator
 from spacy_rhetoric.evaluation.suggestions import held_out_requests, percentiles, request_rows, summarize
-from spacy_rhetoric.llm.completion import builtin_shots, lead_texts, render_rg_completion
+from spacy_rhetoric.llm.base import Completion
+from spacy_rhetoric.llm.completion import Lead, builtin_shots, make_lead, render_rg_completion
 from spacy_rhetoric.llm.records import essay_rg_records, write_jsonl
+from spacy_rhetoric.llm.tasks import CompletionRGTask, RGRequest
 from spacy_rhetoric.llm.tiny import build_tiny_chat_model
 from spacy_rhetoric.llm.transformers_backend import TransformersBackend
 from spacy_rhetoric.llm.verify import (check_weights, in_context, pipeline_analyser, rank_score, repeated_clause, verify,
@@ -221,19 +223,45 @@ def test_time_budget_stops_drawing_between_rounds(tiny_model):
 
 def test_lead_begins_every_answer_and_turns_over_rounds(tiny_model):
     gen = tiny_generator(tiny_model, n=6)
-    gen.cfg.update(round_size=4, lead="comparator")
+    gen.cfg.update(round_size=4, lead="device")
     gen.set_analyser(lambda texts: [record(t, []) for t in texts])
     drawn = gen.suggest("上文。", "metaphor", "月光").drawn
-    # candidate j begins with the object and the j-th comparator, also across rounds (4 + 2)
+    # candidate j begins with the tenor and the j-th comparator, also across rounds (4 + 2)
     leads = ["月光像", "月光仿佛", "月光是", "月光如同", "月光像", "月光仿佛"]
     assert len(drawn) == 6 and [d[: len(lead)] for d, lead in zip(drawn, leads)] == leads
-    # the other devices have no comparator: not begun
-    assert lead_texts("personification", "月光", "comparator") == [""] == lead_texts("metaphor", "月光", "none")
-    assert lead_texts("metaphor", " 月光 ", "comparator")[0] == "月光像"
+    assert make_lead("personification", "月光", "device") == Lead() == make_lead("metaphor", "月光", "none")
+    assert make_lead("parallelism", " 我爱 ", "device") == Lead(marker="我爱", branches=3)
     with pytest.raises(ValueError, match="lead"):
-        lead_texts("metaphor", "月光", "object")
+        make_lead("metaphor", "月光", "object")
     with pytest.raises(ValueError, match="completion"):
-        RhetoricGenerator(None, gen.backend, prompt_style="instruction", lead="comparator")
+        RhetoricGenerator(None, gen.backend, prompt_style="instruction", lead="device")
+
+
+class ClauseBackend:
+    """A stand-in LM that writes one clause per call: 花开，/ 雨落；/ 叶黄。
+    then a line break, so branch-led answers can be checked exactly."""
+
+    def __init__(self):
+        self.prompts = []
+
+    def complete(self, prompts, *, n=1, stop="\n", **decoding):
+        self.prompts.append(list(prompts))
+        clauses = {0: "花开，", 1: "雨落；", 2: "叶黄。\n"}
+        return [[Completion(clauses[p.rsplit("句子：", 1)[1].count("我爱") - 1] if stop != "\n" else "叶黄。\n",
+                            logprob=-1.0, n_tokens=2)
+                 for _ in range(n)] for p in prompts]
+
+
+def test_a_parallelism_lead_begins_three_branches_with_the_marker():
+    backend = ClauseBackend()
+    task = CompletionRGTask(lead="device")
+    prompts = task.generate_prompts([RGRequest([], "parallelism", "我爱")])
+    answers = task.call(backend, prompts, n=2)
+    assert [c.text for c in answers[0]] == ["我爱花开，我爱雨落；我爱叶黄。\n"] * 2
+    assert answers[0][0].logprob == -3.0 and answers[0][0].n_tokens == 6  # the forced markers are not scored
+    # one call per branch: both samples together, each continuing its own text
+    assert [len(p) for p in backend.prompts] == [1, 2, 2] and backend.prompts[2][0].endswith("我爱花开，我爱雨落；我爱")
+    assert [p.generation for p in task.parse_responses(answers)[0]] == ["我爱花开，我爱雨落；我爱叶黄。"] * 2
 
 
 # --- the shipped pipeline as analyser --------------------------------------------------------

@@ -300,10 +300,11 @@ class RhetoricGenerator:
         round) and no new round starts once the budget is spent.
     min_branches: branches the linker must group for a verified parallelism.
     lead: how each answer is begun for the model (completion style only;
-        :func:`~spacy_rhetoric.llm.completion.lead_texts`): ``"none"`` or
-        ``"comparator"`` (a metaphor begins with its tenor and a comparator,
-        像/仿佛/是/如同 in turn over the candidates; the other devices are not
-        begun).
+        :func:`~spacy_rhetoric.llm.completion.make_lead`): ``"none"`` or
+        ``"device"`` (a metaphor begins with its tenor and a comparator,
+        像/仿佛/是/如同 in turn over the candidates; each of a parallelism's
+        first three clauses begins with its marker; personification and
+        hyperbole are not begun).
 
     Raises ``ValueError`` for an unknown policy, device, language, prompt
     style or lead, a lead with the instruction style, or a completion style

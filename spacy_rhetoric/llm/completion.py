@@ -17,21 +17,19 @@ model complete the last one (template ``prompts/rg_completion_zh.jinja2``):
     句子：
 
 The answer is the generated text up to the first line break. A *lead*
-(:func:`lead_texts`) begins the answer for the model: the prompt ends with
-``句子：`` and the lead, and the answer is the lead and its continuation
-(forced-prefix decoding: ``"comparator"`` begins a metaphor with its tenor
-and a comparator, one comparator per candidate in turn). Shots come from
-RG training records (``select_shots``, fixed seed) or, for a device without
-training records, from ``prompts/rg_shots_zh.jsonl`` (sentences written by
-the project). LoRA fine-tuning uses the same template with no shots, the
-target followed by a line break as the answer.
+(:func:`make_lead`) begins parts of the answer for the model (forced-prefix
+decoding): with the ``"device"`` lead a metaphor begins with its tenor and a
+comparator (one comparator per candidate in turn), and each of a
+parallelism's first three clauses begins with its marker; the model writes
+the rest.
 """
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import Errors
 from ..taxonomy import COARSE_ZH, COMPONENT_ZH, REQUEST_OBJECT
@@ -43,12 +41,27 @@ BUILTIN_SHOTS = "rg_shots_zh.jsonl"
 #: The answer ends at the first line break (the template's item separator).
 STOP = "\n"
 ANSWER_PREFIX = "句子："
-#: How an answer may be begun for the model (see :func:`lead_texts`).
-LEADS = ("none", "comparator")
-#: Comparators a ``"comparator"`` lead puts after a metaphor's tenor, used in
+#: How an answer may be begun for the model (see :func:`make_lead`).
+LEADS = ("none", "device")
+#: Comparators the ``"device"`` lead puts after a metaphor's tenor, used in
 #: turn: the simile markers 像/仿佛/如同 and the copula 是 of a 暗喻
 #: (CERD's metaphor forms, ``papers/000`` §2.1).
 LEAD_COMPARATORS = ("像", "仿佛", "是", "如同")
+#: Clauses of a parallelism the ``"device"`` lead begins with its marker:
+#: three branches, the fewest a parallelism has (``annotations/GUIDELINES.md``).
+LEAD_BRANCHES = 3
+#: A branch ends at a clause break; the last one runs to the line's end.
+BRANCH_STOPS = ("，", "；", STOP)
+
+
+@dataclass(frozen=True)
+class Lead:
+    """What begins an answer: ``texts`` open the answer, one per candidate
+    in turn; ``marker`` opens each of the first ``branches`` clauses."""
+
+    texts: Tuple[str, ...] = ("",)
+    marker: str = ""
+    branches: int = 0
 
 
 def join_sentences(sentences: Sequence[str]) -> str:
@@ -88,17 +101,22 @@ def render_rg_completion(
     return template_environment().get_template(TEMPLATE).render(items=items).rstrip("\n")
 
 
-def lead_texts(rhetoric: str, object: str, lead: str) -> List[str]:
-    """The texts that begin the answers to a request, used by candidates in
-    turn: ``"none"`` → ``[""]``; ``"comparator"`` → for a metaphor, its
-    object followed by each of :data:`LEAD_COMPARATORS`, and ``[""]`` for
-    the other devices (they have no comparator). Raises ``ValueError`` for
-    another lead."""
+def make_lead(rhetoric: str, object: str, lead: str) -> Lead:
+    """The :class:`Lead` of a request. ``"none"``: nothing is begun.
+    ``"device"``: a metaphor's answers begin with its tenor and each of
+    :data:`LEAD_COMPARATORS` in turn; a parallelism's first
+    :data:`LEAD_BRANCHES` clauses begin with its marker; personification
+    and hyperbole are not begun. Raises ``ValueError`` for another lead."""
     if lead not in LEADS:
         raise ValueError(Errors.R018.format(leads=LEADS, value=lead))
-    if lead == "comparator" and rhetoric == "metaphor":
-        return [object.strip() + c for c in LEAD_COMPARATORS]
-    return [""]
+    obj = object.strip()
+    if lead == "none" or not obj:
+        return Lead()
+    if rhetoric == "metaphor":
+        return Lead(tuple(obj + c for c in LEAD_COMPARATORS))
+    if rhetoric == "parallelism":
+        return Lead(marker=obj, branches=LEAD_BRANCHES)
+    return Lead()
 
 
 def completion_target(record: RGRecord) -> str:

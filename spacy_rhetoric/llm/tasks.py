@@ -16,7 +16,7 @@ Two RG tasks (CERD task RG, Liu et al. 2024, ``papers/000`` §3.2):
   ``backend.complete`` with a line-break stop, parsed by
   :func:`~spacy_rhetoric.llm.completion.parse_completion`; for base LMs.
   Its ``lead`` begins the answers for the model (forced prefix,
-  :func:`~spacy_rhetoric.llm.completion.lead_texts`).
+  :func:`~spacy_rhetoric.llm.completion.make_lead`).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import Errors
 from .base import Completion
-from .completion import LEADS, STOP, lead_texts, parse_completion, render_rg_completion
+from .completion import BRANCH_STOPS, LEADS, STOP, Lead, make_lead, parse_completion, render_rg_completion
 from .prompts import ParsedAnswer, parse_generation, render_rg_prompt, rg_messages
 from .records import RGRecord
 
@@ -69,10 +69,10 @@ class InstructionRGTask:
 
 @dataclass(frozen=True)
 class CompletionPrompt:
-    """A completion prompt and the leads its candidates begin with, in turn."""
+    """A completion prompt and what begins its answers (:class:`Lead`)."""
 
     text: str
-    leads: Tuple[str, ...] = ("",)
+    lead: Lead = Lead()
 
 
 @dataclass
@@ -85,7 +85,7 @@ class CompletionRGTask:
     lead: str = "none"
 
     def generate_prompts(self, requests: Sequence[RGRequest]) -> List[CompletionPrompt]:
-        return [CompletionPrompt(self.prompt_text(r), tuple(lead_texts(r.rhetoric, r.object, self.lead))) for r in requests]
+        return [CompletionPrompt(self.prompt_text(r), make_lead(r.rhetoric, r.object, self.lead)) for r in requests]
 
     def prompt_text(self, request: RGRequest) -> str:
         """The prompt without its lead (for logs and evaluation files)."""
@@ -93,26 +93,73 @@ class CompletionRGTask:
 
     def call(self, backend: Any, prompts: List[CompletionPrompt], *, n: int = 1, first: int = 0,
              **decoding: Any) -> List[List[Completion]]:
-        """``n`` answers per prompt; candidate ``j`` (counted from ``first``,
-        so rounds go on where the last stopped) is begun by
-        ``leads[j % len(leads)]``, which starts its answer text. Prompts that
-        need the same number of answers are asked in one backend call."""
-        wanted: Dict[Tuple[int, str], int] = defaultdict(int)
-        for i, p in enumerate(prompts):
-            for j in range(first, first + n):
-                wanted[(i, p.leads[j % len(p.leads)])] += 1
-        got: Dict[Tuple[int, str], Deque[Completion]] = {}
-        for count in sorted(set(wanted.values())):
-            keys = [key for key, c in wanted.items() if c == count]
-            answers = backend.complete([prompts[i].text + lead for i, lead in keys], n=count, stop=STOP, **decoding)
-            for (i, lead), comps in zip(keys, answers):
-                got[(i, lead)] = deque(replace(c, text=lead + c.text) if c.ok and lead else c for c in comps)
-        return [[got[(i, p.leads[j % len(p.leads)])].popleft() for j in range(first, first + n)]
-                for i, p in enumerate(prompts)]
+        """``n`` answers per prompt, each beginning with its lead: candidate
+        ``j`` (counted from ``first``, so rounds go on where the last
+        stopped) with ``lead.texts[j % len(lead.texts)]``; a lead with a
+        marker writes its branches clause by clause (:func:`_branch_led`)."""
+        out: List[List[Completion]] = [[] for _ in prompts]
+        plain = [i for i, p in enumerate(prompts) if not p.lead.branches]
+        for i, comps in zip(plain, _text_led(backend, [prompts[i] for i in plain], n, first, decoding)):
+            out[i] = comps
+        for i in (i for i, p in enumerate(prompts) if p.lead.branches):
+            out[i] = _branch_led(backend, prompts[i], n, decoding)
+        return out
 
     def parse_responses(self, answers: Sequence[Sequence[Completion]]) -> List[List[ParsedAnswer]]:
         """The first line of each answer."""
         return [[parse_completion(c.text) for c in comps] for comps in answers]
+
+
+def _text_led(backend: Any, prompts: List[CompletionPrompt], n: int, first: int,
+              decoding: Dict[str, Any]) -> List[List[Completion]]:
+    """Answers begun by each prompt's lead texts in turn; prompts that need
+    the same number of answers are asked in one backend call."""
+    wanted: Dict[Tuple[int, str], int] = defaultdict(int)
+    for i, p in enumerate(prompts):
+        for j in range(first, first + n):
+            wanted[(i, p.lead.texts[j % len(p.lead.texts)])] += 1
+    got: Dict[Tuple[int, str], Deque[Completion]] = {}
+    for count in sorted(set(wanted.values())):
+        keys = [key for key, c in wanted.items() if c == count]
+        answers = backend.complete([prompts[i].text + lead for i, lead in keys], n=count, stop=STOP, **decoding)
+        for (i, lead), comps in zip(keys, answers):
+            got[(i, lead)] = deque(_begun(lead, c) for c in comps)
+    return [[got[(i, p.lead.texts[j % len(p.lead.texts)])].popleft() for j in range(first, first + n)]
+            for i, p in enumerate(prompts)]
+
+
+def _branch_led(backend: Any, prompt: CompletionPrompt, n: int, decoding: Dict[str, Any]) -> List[Completion]:
+    """``n`` answers whose first ``lead.branches`` clauses each begin with
+    ``lead.marker``: the model writes a clause up to a clause break
+    (:data:`BRANCH_STOPS`), the marker is put after it, and so on; the last
+    branch runs to the line's end. An answer that ends its line early, or
+    fails, stops there."""
+    marker, stops = prompt.lead.marker, BRANCH_STOPS
+    parts = [_begun(marker, c) for c in backend.complete([prompt.text + marker], n=n, stop=stops, **decoding)[0]]
+    for branch in range(1, prompt.lead.branches):
+        todo = [j for j, c in enumerate(parts) if c.ok and c.text.endswith(stops[:-1])]
+        last = branch == prompt.lead.branches - 1
+        answers = backend.complete([prompt.text + parts[j].text + marker for j in todo], n=1,
+                                   stop=STOP if last else stops, **decoding)
+        for j, (more,) in zip(todo, answers):
+            parts[j] = _joined(parts[j], _begun(marker, more))
+    return parts
+
+
+def _begun(lead: str, completion: Completion) -> Completion:
+    """The completion with its lead in front (a failed one as it is)."""
+    return replace(completion, text=lead + completion.text) if completion.ok and lead else completion
+
+
+def _joined(head: Completion, tail: Completion) -> Completion:
+    """One answer from two consecutive parts: texts joined, log-probabilities
+    and token counts summed (the forced marker is not scored); a failed
+    tail fails the whole."""
+    if not tail.ok:
+        return tail
+    logprob = None if head.logprob is None or tail.logprob is None else head.logprob + tail.logprob
+    n_tokens = None if head.n_tokens is None or tail.n_tokens is None else head.n_tokens + tail.n_tokens
+    return replace(tail, text=head.text + tail.text, logprob=logprob, n_tokens=n_tokens)
 
 
 def make_rg_task(prompt_style: str, *, language: str = "zh", shots: Optional[Dict[str, List[RGRecord]]] = None,

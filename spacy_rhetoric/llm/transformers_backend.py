@@ -23,7 +23,7 @@ under the unmodified model distribution (temperature 1).
 from __future__ import annotations
 
 import logging
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..errors import Errors
 from .base import Completion, Message, registry
@@ -166,22 +166,25 @@ class TransformersBackend:
         n: int = 1,
         temperature: float = 0.0,
         max_new_tokens: int = 128,
-        stop: str = "\n",
+        stop: Union[str, Sequence[str]] = "\n",
     ) -> List[List[Completion]]:
         """Continue each plain-text prompt ``n`` times (base LMs, no chat
         template): the tokenizer's BOS token, then the prompt. Each answer
-        ends at (and includes) the first ``stop`` text, at EOS or after
-        ``max_new_tokens`` (``meta["finish_reason"]`` "stop" or "length").
-        Same failures and log-probabilities as :meth:`chat`."""
+        ends at (and includes) the first ``stop`` text (one text or several:
+        the earliest of them), at EOS or after ``max_new_tokens``
+        (``meta["finish_reason"]`` "stop" or "length"). Same failures and
+        log-probabilities as :meth:`chat`."""
         if not prompts:
             return []
         tok = self.tokenizer
         bos = [tok.bos_token_id] if tok.bos_token_id is not None else []
         ids = [bos + tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        return self._answer(ids, n, temperature, max_new_tokens, stop_text=stop or None)
+        stops = tuple(s for s in ([stop] if isinstance(stop, str) else stop) if s)
+        return self._answer(ids, n, temperature, max_new_tokens, stop_text=stops or None)
 
     def _answer(
-        self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int, stop_text: Optional[str]
+        self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int,
+        stop_text: Optional[Tuple[str, ...]]
     ) -> List[List[Completion]]:
         if n < 1:
             raise ValueError(Errors.R007.format(name="n", minimum=1, value=n))
@@ -238,7 +241,8 @@ class TransformersBackend:
         return sorted(i for i in ids if i is not None)
 
     def _generate(
-        self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int, stop_text: Optional[str]
+        self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int,
+        stop_text: Optional[Tuple[str, ...]]
     ) -> List[Completion]:
         import torch
 
@@ -253,7 +257,7 @@ class TransformersBackend:
             "repetition_penalty": self.repetition_penalty if self.repetition_penalty != 1.0 else None,
         }
         if stop_text:
-            kwargs.update(stop_strings=[stop_text], tokenizer=tok)
+            kwargs.update(stop_strings=list(stop_text), tokenizer=tok)
         if temperature <= 0:
             kwargs.update(do_sample=False, num_beams=n if n > 1 else 1)
             if n == 1:
@@ -369,11 +373,13 @@ def _cut_at_stop(ids: List[int], stop: List[int], pad_id: int) -> List[int]:
 
 
 @registry.llm_backends("spacy_rhetoric.Transformers.v1")
-def _cut_at_text(ids: List[int], stop_text: str, tok: Any) -> List[int]:
-    """Answer ids up to and including the token that completes ``stop_text``
-    (``generate`` runs on until every row of the batch has stopped)."""
+def _cut_at_text(ids: List[int], stop_text: Tuple[str, ...], tok: Any) -> List[int]:
+    """Answer ids up to and including the token that completes one of
+    ``stop_text`` (``generate`` runs on until every row of the batch has
+    stopped)."""
     for i in range(1, len(ids) + 1):
-        if stop_text in tok.decode(ids[:i], skip_special_tokens=True):
+        text = tok.decode(ids[:i], skip_special_tokens=True)
+        if any(s in text for s in stop_text):
             return ids[:i]
     return ids
 
