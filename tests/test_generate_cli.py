@@ -81,6 +81,8 @@ def test_candidates_are_verified_by_the_analyser(models):
     off = runner.invoke(app, common + ["--no-verify"])
     assert off.exit_code == 0 and all(json.loads(line)["verified"] is None for line in off.stdout.splitlines())
     assert "not verified" in off.stderr
+    led = runner.invoke(app, common + ["--no-verify", "--lead", "device"])
+    assert led.exit_code == 0 and all(json.loads(line)["text"].startswith("月光") for line in led.stdout.splitlines())
 
 
 def test_bad_verification_settings_are_one_line_on_stderr(models, tmp_path):
@@ -89,7 +91,8 @@ def test_bad_verification_settings_are_one_line_on_stderr(models, tmp_path):
               "--max-new-tokens", "4"]
     for extra, expected in ((["--weights", "beauty=1"], "unknown ranking weight"),
                             (["--weights", "analyser"], "not name=value"),
-                            (["--analyser", str(tmp_path / "no-pipeline")], "cannot load pipeline")):
+                            (["--analyser", str(tmp_path / "no-pipeline")], "cannot load pipeline"),
+                            (["--lead", "verb"], "lead must be one of")):
         result = runner.invoke(app, common + extra)
         assert result.exit_code == 1 and len(result.stderr.splitlines()) == 1, result.stderr
         assert expected in result.stderr and "Traceback" not in result.stderr
