@@ -236,6 +236,7 @@ def test_serve_suggests_with_the_gemma_config(monkeypatch):
     assert res.status_code == 200, res.text
     body = res.json()
     assert body["object"] == "月亮" and len(body["candidates"]) == 1 and body["candidates"][0]["text"]
+    assert body["candidates"][0]["text"].startswith("月亮像")  # the config's device lead: tenor and first comparator
     # verified by the served pipeline, ranked with KenLM fluency
     assert body["verification"] == "on" and isinstance(body["candidates"][0]["verified"], bool)
     assert body["candidates"][0]["fluency"] < 0
