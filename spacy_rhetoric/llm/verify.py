@@ -140,8 +140,9 @@ def verify(analyse: Analyse, context: Sequence[str], rhetoric: str, obj: str, ca
     placed = [in_context(context, c) for c in candidates]
     records = analyse([text for text, _ in placed]) if placed else []
     verdicts = [verify_record(rec, start, rhetoric, obj, min_branches=min_branches) for rec, (_, start) in zip(records, placed)]
+    before = _context_clauses(context)  # once per request, not per candidate
     for verdict, cand in zip(verdicts, candidates):
-        repeated = repeated_clause(context, cand, min_clause_chars)
+        repeated = _repeated(before, cand, min_clause_chars)
         if repeated:
             verdict.verified, verdict.analyser_score = False, 0.0
             verdict.reason = "; ".join(filter(None, [verdict.reason, repeated]))
@@ -154,10 +155,19 @@ def repeated_clause(context: Sequence[str], candidate: str, min_chars: int = 5) 
     at least ``min_chars`` characters that occurs twice in the candidate, or
     that is a clause of the context (a copy, not a suggestion). Parallel
     branches share their marker, not whole clauses, so they pass."""
+    return _repeated(_context_clauses(context), candidate, min_chars)
+
+
+def _context_clauses(context: Sequence[str]) -> set:
+    from ..evaluation.ngram_lm import clauses
+
+    return {c for sent in context for c in clauses(sent)}
+
+
+def _repeated(before: set, candidate: str, min_chars: int) -> str:
     from ..evaluation.ngram_lm import clauses
 
     seen = set()
-    before = {c for sent in context for c in clauses(sent)}
     for clause in clauses(candidate):
         if len(clause) < min_chars:
             continue
