@@ -58,6 +58,9 @@ class Errors(metaclass=ErrorsWithCodes):
     R202 = "No .spacy files under {path}"
     R203 = "spacy_rhetoric.Corpora.v1 needs at least one path."
     R204 = "stride ({stride}) must be <= window ({window}): tokens would be skipped."
+    R205 = "batch_tokens must be >= 0 (0: each span alone), got {value}."
+    R206 = ("The encoder returned {field!r}, which prediction by length cannot regroup; "
+            "only last_hidden_state, hidden_states and pooler_output can be.")
 
 
 class CorpusFormatError(ValueError):

@@ -32,6 +32,7 @@ from spacy.errors import Errors as SpacyErrors
 from ..errors import Errors
 from ..crf import Mask, crf_decode, crf_loss
 from ..ml.parallelism_tagger import predict_by_paragraph  # also registers ParallelismTagger.v1
+from ..ml.batching import length_batches
 from ..ml.paragraphs import cut, paragraph_bounds
 from ..scorers.parallelism import score_parallelism
 from ..spangroups import IN_PARAGRAPH, PARALLELISM_KEY, parallelism_offsets, set_parallelisms
@@ -72,24 +73,9 @@ def annotates_parallelism(doc: Doc) -> bool:
     return "coarse/parallelism" in annotated_labels(doc)
 
 
-#: Most padded word positions per prediction sub-batch.
+#: Most padded word positions per prediction sub-batch (the BiLSTM and the
+#: CRF run on zero-padded batches).
 PAD_BUDGET = 8192
-
-
-def _length_batches(indices: List[int], lengths: List[int]) -> List[List[int]]:
-    """Split doc indices into sub-batches of similar length, so that the
-    BiLSTM and CRF, which run on zero-padded batches, do not spend their time
-    on padding (one long paragraph would otherwise pad every short one)."""
-    batches: List[List[int]] = []
-    current: List[int] = []
-    for i in sorted(indices, key=lambda j: lengths[j]):
-        if current and (len(current) + 1) * lengths[i] > PAD_BUDGET:
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
-    return batches
 
 
 @Language.factory(
@@ -210,7 +196,7 @@ class ParallelismLinker(TrainablePipe):
             for i, path in zip(nonempty, decoded):
                 paths[i] = path
             return paths
-        for chunk in _length_batches(nonempty, [len(d) for d in docs]):
+        for chunk in length_batches(nonempty, [len(d) for d in docs], PAD_BUDGET):
             bounds = [paragraph_bounds(docs[i]) for i in chunk]
             emissions = predict_by_paragraph(self.model, [docs[i] for i in chunk], bounds)
             for i, path in zip(chunk, self._decode([docs[i] for i in chunk], emissions, bounds)):

@@ -23,9 +23,8 @@ from __future__ import annotations
 import copy
 import warnings
 import weakref
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict
 
-from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Model
 
@@ -63,23 +62,9 @@ def quantized_copy(module):
     return cached[1]
 
 
-def _on_cpu(module) -> bool:
+def on_cpu(module) -> bool:
+    """Whether every parameter of a torch module is on the CPU."""
     return all(p.device.type == "cpu" for p in module.parameters())
-
-
-def _wrap_forward(float_forward: Callable, int8_on_cpu: bool) -> Callable:
-    def forward(model: Model, docs: List[Doc], is_train: bool):
-        shim = model.layers[0].shims[0]
-        module = shim._model
-        if is_train or module is None or not int8_on_cpu or not _on_cpu(module):
-            return float_forward(model, docs, is_train)
-        shim._model = quantized_copy(module)
-        try:
-            return float_forward(model, docs, is_train)
-        finally:
-            shim._model = module
-
-    return forward
 
 
 @registry.architectures("spacy_rhetoric.QuantizedTransformerModel.v1")
@@ -98,9 +83,11 @@ def create_quantized_transformer_model(
     ``replace_listeners`` and serialisation work as for v3."""
     from spacy_transformers.architectures import create_TransformerModel_v3
 
+    from .transformer_model import wrap_prediction
+
     model = create_TransformerModel_v3(name, get_spans, tokenizer_config, transformer_config,
                                        mixed_precision, grad_scaler_config)
     # a setting of the config, not of the saved weights: not in model.attrs,
     # which thinc serialises and from_disk would restore over the config
-    model._func = _wrap_forward(model._func, bool(int8_on_cpu))
+    model._func = wrap_prediction(model._func, batch_tokens=None, int8_on_cpu=bool(int8_on_cpu))
     return model
