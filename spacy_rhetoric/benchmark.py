@@ -22,7 +22,7 @@ import resource
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -173,6 +173,86 @@ def _cpu_count() -> int:
     import os
 
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+#: PSE-I splits in the order ``long_essays`` takes essays from.
+SPLIT_ORDER = ("test", "dev", "optimization", "train")
+
+
+def long_essays(pse_dir: Union[str, Path], chars: int = 1000, n: int = 20,
+                splits: Sequence[str] = SPLIT_ORDER) -> Dict[str, List[str]]:
+    """``{"ids", "texts"}``: the first ``n`` PSE-I essays of at least
+    ``chars`` characters (paragraphs joined by ``\\n``), each cut to its
+    first ``chars`` characters, taken from ``splits`` in order (the test
+    split has only 5 such essays; a speed benchmark reads no labels, so the
+    other splits may serve). Raises ValueError when fewer than ``n`` exist.
+    """
+    ids: List[str] = []
+    texts: List[str] = []
+    for split in splits:
+        data = pse_test_texts(pse_dir, split)
+        for doc_id, text in zip(data["ids"], data["texts"]):
+            if len(text) >= chars and len(texts) < n:
+                ids.append(f"{split}/{doc_id}")
+                texts.append(text[:chars])
+    if len(texts) < n:
+        raise ValueError(f"only {len(texts)} PSE-I essays have {chars} characters or more, {n} asked for")
+    return {"ids": ids, "texts": texts}
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0-1) by linear interpolation (numpy's default)."""
+    import numpy
+
+    return float(numpy.quantile(numpy.asarray(values, dtype=float), q))
+
+
+def benchmark_latency(models: Sequence[Union[str, Path]], texts: Sequence[str], *, repeat: int = 3) -> Dict[str, Any]:
+    """Seconds per ``POST /analyze`` request of one text, as the page and
+    the service answer it (:func:`spacy_rhetoric.serve.app.create_app`,
+    called in-process through FastAPI's TestClient: validation, analysis,
+    record and JSON included, no network). Each model is loaded, warmed up
+    on one request, then every text is sent ``repeat`` times, one request
+    at a time. Returns per model the load time and the latency p50, p95,
+    mean and max in seconds, and the peak RSS so far (MiB, this process:
+    all models loaded so far). Raises ValueError for no texts or
+    ``repeat < 1``, RuntimeError (status and body) for a request not
+    answered with 200.
+    """
+    import warnings
+
+    from .serve.app import create_app
+
+    with warnings.catch_warnings():
+        # starlette asks for httpx2 in place of httpx; both answer the same here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from fastapi.testclient import TestClient
+
+    if not texts or repeat < 1:
+        raise ValueError(f"need texts and repeat >= 1, got {len(texts)} texts, repeat {repeat}")
+    results = []
+    for model in models:
+        start = time.perf_counter()
+        app = create_app(str(model), max_chars=max(len(t) for t in texts))
+        load = time.perf_counter() - start
+        seconds: List[float] = []
+        with TestClient(app) as client:
+            for i, text in enumerate([texts[0], *texts * repeat]):
+                begin = time.perf_counter()
+                answer = client.post("/analyze", json={"text": text})
+                elapsed = time.perf_counter() - begin
+                if answer.status_code != 200:
+                    raise RuntimeError(f"/analyze answered {answer.status_code}: {answer.text[:300]}")
+                if i:  # the first request is the warm-up
+                    seconds.append(elapsed)
+        info = app.state.analyzer.info
+        results.append({"model": str(model), "name": info["name"], "version": info["version"], "load_seconds": load,
+                        "requests": len(seconds), "p50_seconds": _percentile(seconds, 0.5),
+                        "p95_seconds": _percentile(seconds, 0.95), "mean_seconds": statistics.fmean(seconds),
+                        "max_seconds": max(seconds), "peak_rss_mib": peak_rss_mib()["self"]})
+    return {"texts": len(texts), "chars_per_text": [len(t) for t in texts], "repeat": repeat,
+            "machine": {"python": platform.python_version(), "processor": platform.machine(), "cpu_count": _cpu_count()},
+            "results": results}
 
 
 def _rates(n_words: int, seconds: float, cpu: float) -> Dict[str, Optional[float]]:

@@ -149,3 +149,22 @@ def test_benchmark_pipelines_reports_every_figure(pse_dir):
     assert sum(c["share"] for c in run["components"].values()) == pytest.approx(1.0)
     with pytest.raises(ValueError):
         benchmark_pipelines([ROOT / "pipelines" / "zh_rhetoric"], texts, repeat=0)
+
+
+def test_benchmark_latency_times_the_service_on_long_essays(pse_dir):
+    """The latency command's essays are real essays cut to --chars, test
+    split first; every request is answered and timed after one warm-up."""
+    from conftest import ROOT
+    from spacy_rhetoric.benchmark import benchmark_latency, long_essays
+
+    essays = long_essays(pse_dir, chars=1000, n=7)
+    assert [len(t) for t in essays["texts"]] == [1000] * 7
+    assert [i.split("/")[0] for i in essays["ids"]] == ["test"] * 5 + ["dev"] * 2  # the test split has 5
+    full = dict(zip(pse_test_texts(pse_dir, "test")["ids"], pse_test_texts(pse_dir, "test")["texts"]))
+    assert full[essays["ids"][0].split("/")[1]].startswith(essays["texts"][0])
+    result = benchmark_latency([ROOT / "pipelines" / "zh_rhetoric"], essays["texts"][:2], repeat=2)
+    (run,) = result["results"]
+    assert run["requests"] == 4 and run["version"]
+    assert 0 < run["p50_seconds"] <= run["p95_seconds"] <= run["max_seconds"]
+    with pytest.raises(ValueError, match="only"):
+        long_essays(pse_dir, chars=100_000, n=1)

@@ -89,6 +89,38 @@ def benchmark_pipeline_cmd(
         msg.good(f"wrote {output}")
 
 
+@benchmark_app.command("latency")
+def benchmark_latency_cmd(
+    model: List[str] = typer.Option(["zh_rhetoric"], "--model", "-m", help="Installed pipeline name or pipeline folder (repeatable)"),
+    pse_dir: Path = typer.Option(Path("../shared/data/pse-i"), "--pse-dir", exists=True, file_okay=False, help="PSE-I folder (splits.json, xml/)"),
+    chars: int = typer.Option(1000, "--chars", min=1, help="Characters per request: essays at least this long, cut to it"),
+    n: int = typer.Option(20, "--n", min=1, help="Essays (test split first, then dev, optimization, train)"),
+    repeat: int = typer.Option(3, "--repeat", min=1, help="Times each essay is sent"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the results as JSON here"),
+) -> None:
+    """Latency of the page's and the service's POST /analyze for one essay of
+    --chars characters, one request at a time (p50, p95, mean, max)."""
+    import srsly
+    from wasabi import msg
+
+    from ..benchmark import benchmark_latency, long_essays
+
+    try:
+        essays = long_essays(pse_dir, chars, n)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+    result = benchmark_latency(model, essays["texts"], repeat=repeat)
+    result["ids"] = essays["ids"]
+    rows = [(r["model"], r["version"], f"{r['load_seconds']:.1f}", r["requests"], f"{r['p50_seconds']:.3f}",
+             f"{r['p95_seconds']:.3f}", f"{r['mean_seconds']:.3f}", f"{r['max_seconds']:.3f}", f"{r['peak_rss_mib']:.0f}")
+            for r in result["results"]]
+    msg.table(rows, header=("model", "version", "load s", "requests", "p50 s", "p95 s", "mean s", "max s", "peak RSS MiB"),
+              divider=True, title=f"POST /analyze, one essay of {chars} characters per request, {n} essays x {repeat}")
+    if output:
+        srsly.write_json(output, result)
+        msg.good(f"wrote {output}")
+
+
 @benchmark_app.command("parallelism")
 def benchmark_parallelism_cmd(
     model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline with a parallelism_linker"),
