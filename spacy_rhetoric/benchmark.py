@@ -225,7 +225,7 @@ def benchmark_latency(models: Sequence[Union[str, Path]], texts: Sequence[str], 
 
     with warnings.catch_warnings():
         # starlette asks for httpx2 in place of httpx; both answer the same here
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*httpx.*")
         from fastapi.testclient import TestClient
 
     if not texts or repeat < 1:

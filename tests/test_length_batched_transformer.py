@@ -153,6 +153,18 @@ def test_int8_option_runs_the_int8_copy(bert, simile_dir):
     assert numpy.abs(float_out - int8_out).max() < 0.1 * numpy.abs(float_out).max()
 
 
+def test_int8_spans_alone_do_not_depend_on_the_batch(bert, simile_dir):
+    """Dynamic int8 quantisation scales activations per call: with each
+    span run alone (batch_tokens 0), a doc's states are the same, bit for
+    bit, whatever else is in its batch."""
+    refs = list(simile_docs(simile_dir, "Train", 40))
+    nlp = _pipeline(bert, BY_LENGTH, int8_on_cpu=True, batch_tokens=0)
+    nlp.initialize(lambda: examples_for(nlp, refs[:8]))
+    alone = _states(nlp, refs[8:9])
+    in_batch = _states(nlp, refs[8:20])
+    assert numpy.array_equal(in_batch[: len(alone)], alone)
+
+
 def test_negative_batch_tokens_is_a_clear_error(bert):
     with pytest.raises(ValueError, match=r"\[R205\]"):
         _pipeline(bert, BY_LENGTH, batch_tokens=-1)
