@@ -1,6 +1,7 @@
-"""``spacy_rhetoric.LengthBatchedTransformerModel.v1``: the encoder predicts
+"""``spacy_rhetoric.LengthBatchedTransformerModel.v1``: the encoder runs
 each span cut to its real length, in sub-batches of similar length, and
-gives the hidden states of TransformerModel.v3's padded batch. A tiny random
+gives the hidden states (and, in training, the gradients) of
+TransformerModel.v3's padded batch. A tiny random
 local BERT stands in for the encoder; the shipped pipeline is checked on
 real PSE-I essays."""
 from __future__ import annotations
@@ -74,6 +75,29 @@ def test_each_span_alone_does_not_depend_on_the_batch(encoder):
         out_alone = LengthBatchedEncoder(encoder, 0)(**_padded([12, 12], 12, seed=3))
         out_mixed = LengthBatchedEncoder(encoder, 0)(**mixed)
     assert torch.equal(out_mixed.last_hidden_state[1, :12], out_alone.last_hidden_state[0])
+
+
+@pytest.mark.parametrize("batch_tokens", [0, 40])
+def test_gradients_match_the_padded_batch(bert, batch_tokens):
+    """Training runs by length too: the parameters get the gradients of the
+    padded batch (dropout off, so both compute the same function)."""
+    from transformers import BertModel
+
+    from spacy_rhetoric.ml.transformer_model import LengthBatchedEncoder
+
+    lengths = [30, 3, 17, 9]
+    batch = _padded(lengths, 30)
+    weights = torch.randn(len(lengths), 30, 32, generator=torch.Generator().manual_seed(1))
+    mask = batch["attention_mask"].unsqueeze(-1)
+    grads = []
+    for by_length in (False, True):
+        model = BertModel.from_pretrained(bert).eval()  # eval: no dropout
+        encoder = LengthBatchedEncoder(model, batch_tokens) if by_length else model
+        (encoder(**batch).last_hidden_state * weights * mask).sum().backward()
+        grads.append({name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and grads[0]
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-4, rtol=1e-3)
 
 
 def test_left_padding_runs_the_batch_as_it_is(encoder):

@@ -83,11 +83,11 @@ def create_quantized_transformer_model(
     ``replace_listeners`` and serialisation work as for v3."""
     from spacy_transformers.architectures import create_TransformerModel_v3
 
-    from .transformer_model import wrap_prediction
+    from .transformer_model import wrap_forward
 
     model = create_TransformerModel_v3(name, get_spans, tokenizer_config, transformer_config,
                                        mixed_precision, grad_scaler_config)
     # a setting of the config, not of the saved weights: not in model.attrs,
     # which thinc serialises and from_disk would restore over the config
-    model._func = wrap_prediction(model._func, batch_tokens=None, int8_on_cpu=bool(int8_on_cpu))
+    model._func = wrap_forward(model._func, batch_tokens=None, int8_on_cpu=bool(int8_on_cpu))
     return model
