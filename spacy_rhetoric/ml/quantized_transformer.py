@@ -81,13 +81,7 @@ def create_quantized_transformer_model(
     prediction on a CPU runs int8 linear layers when ``int8_on_cpu``
     (module docstring). Returns the TransformerModel, so listeners,
     ``replace_listeners`` and serialisation work as for v3."""
-    from spacy_transformers.architectures import create_TransformerModel_v3
+    from .transformer_model import wrapped_transformer_model
 
-    from .transformer_model import wrap_forward
-
-    model = create_TransformerModel_v3(name, get_spans, tokenizer_config, transformer_config,
-                                       mixed_precision, grad_scaler_config)
-    # a setting of the config, not of the saved weights: not in model.attrs,
-    # which thinc serialises and from_disk would restore over the config
-    model._func = wrap_forward(model._func, batch_tokens=None, int8_on_cpu=bool(int8_on_cpu))
-    return model
+    return wrapped_transformer_model((name, get_spans, tokenizer_config, transformer_config, mixed_precision,
+                                      grad_scaler_config), batch_tokens=None, int8_on_cpu=bool(int8_on_cpu))

@@ -181,13 +181,19 @@ def create_length_batched_transformer_model(
     negative ``batch_tokens``. Returns the TransformerModel, so listeners,
     ``replace_listeners`` and serialisation work as for v3.
     """
-    from spacy_transformers.architectures import create_TransformerModel_v3
-
     if batch_tokens < 0:
         raise ValueError(Errors.R205.format(value=batch_tokens))
-    model = create_TransformerModel_v3(name, get_spans, tokenizer_config, transformer_config,
-                                       mixed_precision, grad_scaler_config)
+    return wrapped_transformer_model((name, get_spans, tokenizer_config, transformer_config, mixed_precision,
+                                      grad_scaler_config), batch_tokens=int(batch_tokens), int8_on_cpu=bool(int8_on_cpu))
+
+
+def wrapped_transformer_model(v3_args: tuple, *, batch_tokens: Optional[int], int8_on_cpu: bool) -> Model:
+    """TransformerModel.v3 built from ``v3_args`` (its positional arguments)
+    with its forward wrapped by :func:`wrap_forward`."""
+    from spacy_transformers.architectures import create_TransformerModel_v3
+
+    model = create_TransformerModel_v3(*v3_args)
     # settings of the config, not of the saved weights: kept out of
     # model.attrs, which thinc serialises and from_disk would restore
-    model._func = wrap_forward(model._func, batch_tokens=int(batch_tokens), int8_on_cpu=bool(int8_on_cpu))
+    model._func = wrap_forward(model._func, batch_tokens=batch_tokens, int8_on_cpu=int8_on_cpu)
     return model
