@@ -1,6 +1,8 @@
-"""The transformer encoder run with int8 weights on a CPU.
+"""The transformer encoder run with int8 weights on a CPU: the int8 copy.
 
-``spacy_rhetoric.QuantizedTransformerModel.v1`` is
+``spacy_rhetoric.QuantizedTransformerModel.v1`` (registered in
+:mod:`spacy_rhetoric.ml.transformer_model`, with ``int8_on_cpu`` of
+``LengthBatchedTransformerModel.v1``) is
 ``spacy-transformers.TransformerModel.v3`` (same settings, same weights on
 disk, same training) whose *prediction* on a CPU runs a copy of the Hugging
 Face model with torch's dynamic int8 quantisation of every ``nn.Linear``
@@ -23,10 +25,7 @@ from __future__ import annotations
 import copy
 import warnings
 import weakref
-from typing import Any, Callable, Dict
-
-from spacy.util import registry
-from thinc.api import Model
+from typing import Any
 
 #: float module -> its int8 copy and the parameter versions it was made from
 _QUANTIZED: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
@@ -65,23 +64,3 @@ def quantized_copy(module):
 def on_cpu(module) -> bool:
     """Whether every parameter of a torch module is on the CPU."""
     return all(p.device.type == "cpu" for p in module.parameters())
-
-
-@registry.architectures("spacy_rhetoric.QuantizedTransformerModel.v1")
-def create_quantized_transformer_model(
-    name: str,
-    get_spans: Callable,
-    tokenizer_config: Dict[str, Any] = {},
-    transformer_config: Dict[str, Any] = {},
-    mixed_precision: bool = False,
-    grad_scaler_config: Dict[str, Any] = {},
-    int8_on_cpu: bool = True,
-) -> Model:
-    """``spacy-transformers.TransformerModel.v3`` (the same arguments) whose
-    prediction on a CPU runs int8 linear layers when ``int8_on_cpu``
-    (module docstring). Returns the TransformerModel, so listeners,
-    ``replace_listeners`` and serialisation work as for v3."""
-    from .transformer_model import wrapped_transformer_model
-
-    return wrapped_transformer_model((name, get_spans, tokenizer_config, transformer_config, mixed_precision,
-                                      grad_scaler_config), batch_tokens=None, int8_on_cpu=bool(int8_on_cpu))

@@ -36,6 +36,7 @@ from thinc.api import Model
 
 from ..errors import Errors
 from .batching import length_batches
+from .quantized_transformer import on_cpu, quantized_copy
 
 #: Fields of a Hugging Face model output that are (rows, length, width).
 _PER_POSITION = ("last_hidden_state", "hidden_states")
@@ -139,8 +140,6 @@ def wrap_forward(float_forward: Callable, *, batch_tokens: Optional[int], int8_o
     (``batch_tokens`` not None: in training too, where the gradients flow
     through the regrouping) and, in prediction on a CPU, int8
     (``int8_on_cpu``); with neither it is ``float_forward`` as it is."""
-    from .quantized_transformer import on_cpu, quantized_copy
-
     def forward(model: Model, docs: List[Doc], is_train: bool):
         shim = model.layers[0].shims[0]
         module = shim._model
@@ -197,3 +196,22 @@ def wrapped_transformer_model(v3_args: tuple, *, batch_tokens: Optional[int], in
     # model.attrs, which thinc serialises and from_disk would restore
     model._func = wrap_forward(model._func, batch_tokens=batch_tokens, int8_on_cpu=int8_on_cpu)
     return model
+
+
+@registry.architectures("spacy_rhetoric.QuantizedTransformerModel.v1")
+def create_quantized_transformer_model(
+    name: str,
+    get_spans: Callable,
+    tokenizer_config: Dict[str, Any] = {},
+    transformer_config: Dict[str, Any] = {},
+    mixed_precision: bool = False,
+    grad_scaler_config: Dict[str, Any] = {},
+    int8_on_cpu: bool = True,
+) -> Model:
+    """``spacy-transformers.TransformerModel.v3`` (the same arguments) whose
+    prediction on a CPU runs int8 linear layers when ``int8_on_cpu``
+    (:mod:`spacy_rhetoric.ml.quantized_transformer`), padded as v3 pads.
+    Returns the TransformerModel, so listeners,
+    ``replace_listeners`` and serialisation work as for v3."""
+    return wrapped_transformer_model((name, get_spans, tokenizer_config, transformer_config, mixed_precision,
+                                      grad_scaler_config), batch_tokens=None, int8_on_cpu=bool(int8_on_cpu))
