@@ -68,8 +68,8 @@ def _put_rows(target, rows: List[int], value) -> None:
 
 
 class LengthBatchedEncoder:
-    """Callable in place of the Hugging Face module during prediction: runs
-    ``encoder`` on sub-batches of rows of similar length, each cut to its
+    """Callable in place of the Hugging Face module (prediction and
+    training; module docstring): runs ``encoder`` on sub-batches of rows of similar length, each cut to its
     longest real row, and returns the output for the whole padded batch.
 
     encoder: the torch module (float or int8) called with ``input_ids``,
