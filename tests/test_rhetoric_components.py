@@ -268,3 +268,88 @@ def test_bad_component_thresholds_are_refused(thresholds, match):
     nlp = spacy.blank("zh")
     with pytest.raises(ValueError, match=match):
         nlp.add_pipe("rhetoric_components", config={"thresholds": thresholds})
+
+
+def _parallel_doc(words, branches):
+    from spacy_rhetoric.spangroups import set_parallelisms
+
+    doc = Doc(spacy.blank("zh").vocab, words=words, spaces=[False] * len(words))
+    set_parallelisms(doc, [branches])
+    return doc
+
+
+def test_shared_marker_follows_the_guidelines():
+    """GUIDELINES §5.3: start at the first word every item shares (爱, not
+    the 我 only the first has), extend while identical (让我们在), one
+    occurrence per item; a particle shared by all items starts nothing."""
+    from spacy_rhetoric.parallelism_markers import shared_marker
+
+    words = ["我", "爱", "春天", "的", "细雨", "，", "爱", "夏天", "的", "蝉鸣", "，", "爱", "秋天", "的", "落叶", "。"]
+    doc = _parallel_doc(words, [(0, 5), (6, 10), (11, 15)])
+    assert [doc[s:e].text for s, e in shared_marker(list(doc.spans["parallelism_1"]))] == ["爱", "爱", "爱"]
+    words = ["让", "我们", "在", "喧嚣", "中", "看到", "，", "让", "我们", "在", "冷漠", "中", "坚守"]
+    doc = _parallel_doc(words, [(0, 6), (7, 13)])
+    assert shared_marker(list(doc.spans["parallelism_1"])) == [(0, 3), (7, 10)]
+    words = ["春天", "的", "花", "，", "夏天", "的", "雨"]
+    doc = _parallel_doc(words, [(0, 3), (4, 7)])
+    assert shared_marker(list(doc.spans["parallelism_1"])) is None
+
+
+def test_branch_markers_on_a_real_essay(pse_dir):
+    """With ``branch_markers``, after ``nlp(text)`` every parallelism marker
+    is the same words in each branch of a parallelism the linker found,
+    inside a sentence labelled parallelism; the other labels are untouched."""
+    from spacy_rhetoric.analysis_io import iter_inputs
+    from spacy_rhetoric.spangroups import parallelisms
+
+    nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
+    (essay,) = iter_inputs([pse_dir / "xml" / "328.xml"])
+    pipe = nlp.get_pipe("rhetoric_components")
+    model_only = nlp(essay.text)
+    pipe.cfg["branch_markers"] = True
+    doc = nlp(essay.text)
+    markers = [s for s in doc.spans["rhetoric_components"] if s.label_ == "parallelism_marker"]
+    assert markers
+    regions = [(s.start, s.end) for s in doc.spans["rhetoric"] if s.label_ == "parallelism"]
+    groups = parallelisms(doc)
+    for m in markers:
+        assert any(a <= m.start and m.end <= b for a, b in regions)
+        (group,) = [g for g in groups if any(b.start <= m.start and m.end <= b.end for b in g)]
+        assert all(m.text in b.text for b in group)
+    others = lambda d: [(s.start, s.end, s.label_) for s in d.spans["rhetoric_components"] if s.label_ != "parallelism_marker"]
+    assert others(doc) == others(model_only)
+    assert len(doc.spans["rhetoric_components"].attrs["scores"]) == len(doc.spans["rhetoric_components"])
+
+
+def test_positive_weights_scale_only_gold_spans(refs):
+    """The gradient of a gold span's label is multiplied by its weight; every
+    other cell is as without weights."""
+    nlp = tiny_pipeline("rhetoric_cpu.cfg")
+    examples = examples_for(nlp, refs[:10])
+    nlp.initialize(lambda: examples)
+    comp = nlp.get_pipe("rhetoric_components")
+    docs = [eg.predicted for eg in examples]
+    nlp.get_pipe("tok2vec").predict(docs)
+    spans = comp.suggester(docs, ops=comp.model.ops)
+    scores = comp.model.ops.alloc2f(int(spans.lengths.sum()), len(comp.labels)) + 0.5
+    _, plain = comp.get_loss(examples, (spans, scores))
+    comp.positive_weights = {"tenor": 5.0}
+    try:
+        _, weighted = comp.get_loss(examples, (spans, scores))
+    finally:
+        comp.positive_weights = {}
+    plain, weighted = comp.model.ops.to_numpy(plain), comp.model.ops.to_numpy(weighted)
+    gold = plain < 0
+    col = comp.labels.index("tenor")
+    assert gold[:, col].any()
+    assert numpy.allclose(weighted[gold[:, col], col], 5.0 * plain[gold[:, col], col])
+    rest = numpy.ones_like(gold)
+    rest[gold[:, col], col] = False
+    assert numpy.allclose(weighted[rest], plain[rest])
+
+
+@pytest.mark.parametrize("weights, match", [({"tenor": 0.0}, "tenor"), ({"simile": 2.0}, "simile")])
+def test_bad_component_positive_weights_are_refused(weights, match):
+    nlp = spacy.blank("zh")
+    with pytest.raises(ValueError, match=match):
+        nlp.add_pipe("rhetoric_components", config={"positive_weights": weights})

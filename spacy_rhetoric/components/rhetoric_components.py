@@ -31,21 +31,25 @@ from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..annotation import COMPONENTS_KEY, annotated_components, clip_to_paragraph
 from ..errors import Errors
+from ..parallelism_markers import marker_spans
 from ..scorers.components import score_rhetoric_components
 from ..taxonomy import COMPONENT_LABELS
 from .rhetoric_textcat import DEFAULT_MODEL_CONFIG
 
+MARKER = "parallelism_marker"
+PARALLELISM = "parallelism"
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
 
-def _device_regions(doc: Doc, spans_key: str) -> List[Tuple[int, int]]:
+def _device_regions(doc: Doc, spans_key: str, label: Optional[str] = None) -> List[Tuple[int, int]]:
     """Token ranges where components are looked for: the sentences labelled
-    with a device in ``doc.spans[spans_key]`` (written by
-    ``rhetoric_textcat``, which runs first), or the whole doc when that
-    group does not exist (training docs, a pipeline without the classifier)."""
+    with a device (``label`` when given) in ``doc.spans[spans_key]``
+    (written by ``rhetoric_textcat``, which runs first), or the whole doc
+    when that group does not exist (training docs, a pipeline without the
+    classifier)."""
     if spans_key not in doc.spans:
         return [(0, len(doc))]
-    return sorted({(span.start, span.end) for span in doc.spans[spans_key]})
+    return sorted({(span.start, span.end) for span in doc.spans[spans_key] if label is None or span.label_ == label})
 
 
 def device_ngrams(docs: Sequence[Doc], sizes: Sequence[int], spans_key: str, ops) -> Ragged:
@@ -98,6 +102,8 @@ def build_device_ngram_suggester(sizes: List[int], spans_key: str = "rhetoric") 
         "spans_key": COMPONENTS_KEY,
         "threshold": 0.5,
         "thresholds": {},
+        "positive_weights": {},
+        "branch_markers": False,
         "allow_overlap": False,
         "scorer": {"@scorers": "spacy_rhetoric.rhetoric_components_scorer.v1"},
     },
@@ -115,6 +121,8 @@ def make_rhetoric_components(
     spans_key: str,
     threshold: float,
     thresholds: Dict[str, float],
+    positive_weights: Dict[str, float],
+    branch_markers: bool,
     allow_overlap: bool,
     scorer: Optional[Callable],
 ) -> "RhetoricComponents":
@@ -127,6 +135,8 @@ def make_rhetoric_components(
         spans_key=spans_key,
         threshold=threshold,
         thresholds=thresholds,
+        positive_weights=positive_weights,
+        branch_markers=branch_markers,
         allow_overlap=allow_overlap,
         scorer=scorer,
     )
@@ -148,18 +158,30 @@ class RhetoricComponents(SpanCategorizer):
         spans_key: str = COMPONENTS_KEY,
         threshold: float = 0.5,
         thresholds: Optional[Dict[str, float]] = None,
+        positive_weights: Optional[Dict[str, float]] = None,
+        branch_markers: bool = False,
         allow_overlap: bool = False,
         scorer: Optional[Callable] = score_rhetoric_components,
     ) -> None:
         """``thresholds``: per component label, overriding ``threshold``
-        (chosen on dev by ``rhetoric tune-thresholds-raw``). Raises
-        ValueError for a threshold outside [0, 1] or a label outside the
-        taxonomy."""
+        (chosen on dev by ``rhetoric tune-thresholds-raw``).
+        ``positive_weights``: per component label, the weight of a gold span
+        in the loss (:meth:`get_loss`); 1 where not given.
+        ``branch_markers``: at prediction, parallelism markers are read off
+        the branches the linkers wrote (:mod:`spacy_rhetoric.parallelism_markers`,
+        the guidelines' definition) instead of taken from the span model;
+        such a span's score is 1.0. Raises ValueError
+        for a threshold outside [0, 1], a weight that is not positive or a
+        label outside the taxonomy."""
         thresholds = dict(thresholds or {})
+        positive_weights = {k: float(v) for k, v in (positive_weights or {}).items()}
         for key, value in {"threshold": threshold, **thresholds}.items():
             if not 0.0 <= value <= 1.0:
                 raise ValueError(Errors.R104.format(key=key, value=value))
-        unknown = [k for k in thresholds if k not in COMPONENT_LABELS]
+        for key, value in positive_weights.items():
+            if not value > 0:
+                raise ValueError(Errors.R111.format(key=key, value=value))
+        unknown = [k for k in [*thresholds, *positive_weights] if k not in COMPONENT_LABELS]
         if unknown:
             raise ValueError(Errors.R106.format(label=unknown[0], labels=", ".join(COMPONENT_LABELS)))
         super().__init__(
@@ -177,6 +199,8 @@ class RhetoricComponents(SpanCategorizer):
         # is a per-label filter on the multi-label output.
         self.cfg["label_overlap"] = bool(allow_overlap)
         self.cfg["thresholds"] = thresholds
+        self.cfg["branch_markers"] = bool(branch_markers)
+        self.positive_weights = positive_weights
 
     def add_label(self, label: str) -> int:
         """Add a component label; raises ValueError outside the taxonomy."""
@@ -194,21 +218,31 @@ class RhetoricComponents(SpanCategorizer):
         return numpy.asarray(rows, dtype="f").reshape((-1, len(self.labels)))
 
     def get_loss(self, examples: Iterable[Example], spans_scores: Tuple[Ragged, Floats2d]) -> Tuple[float, Floats2d]:
-        """spaCy's spancat loss with unannotated labels masked.
+        """spaCy's spancat loss with unannotated labels masked and gold spans
+        weighted.
 
         spans_scores: suggested spans (Ragged, one row per candidate) and
         their scores Floats2d (n_candidates, n_labels). Returns (loss,
-        gradient) where the gradient is zero in the columns of labels the
-        candidate's doc does not annotate.
+        gradient): gradient = (scores - target) * mask * weight, where mask is
+        0 in the columns of labels the candidate's doc does not annotate and
+        weight is ``positive_weights[label]`` where the candidate is a gold
+        span of the label, else 1 (the positive-class weight of a weighted
+        binary loss: a personification content is one of hundreds of
+        candidate n-grams of its sentence). Loss = sum(diff^2 * mask * weight).
         """
         examples = list(examples)
         spans, scores = spans_scores
-        _, d_scores = super().get_loss(examples, spans_scores)
+        _, diff = super().get_loss(examples, spans_scores)
         per_doc = self.label_mask(examples)
         lengths = self.model.ops.to_numpy(spans.lengths).astype("i")
-        mask = numpy.repeat(per_doc, lengths, axis=0)
-        d_scores = d_scores * self.model.ops.asarray2f(mask)
-        return float((d_scores**2).sum()), d_scores
+        weight = numpy.repeat(per_doc, lengths, axis=0)
+        if self.positive_weights:
+            # spaCy's multi-label gradient is scores - target
+            target = self.model.ops.to_numpy(scores - diff) > 0.5
+            per_label = numpy.asarray([self.positive_weights.get(lab, 1.0) for lab in self.labels], dtype="f")
+            weight = weight * numpy.where(target, per_label[None, :], 1.0)
+        weight = self.model.ops.asarray2f(weight)
+        return float((diff**2 * weight).sum()), diff * weight
 
     def initialize(
         self,
@@ -247,6 +281,8 @@ class RhetoricComponents(SpanCategorizer):
         without whitespace at their edges; without ``label_overlap`` a span is
         dropped when a higher-scoring span of the same label overlaps it."""
         group = _clip_group(doc, self._label_thresholded(doc, indices, scores), self.key)
+        if self.cfg.get("branch_markers", False) and MARKER in self.labels:
+            group = _with_branch_markers(doc, group)
         if self.cfg.get("label_overlap", True) or len(group) == 0:
             return group
         span_scores = group.attrs["scores"]
@@ -264,6 +300,21 @@ class RhetoricComponents(SpanCategorizer):
         out = SpanGroup(doc, name=self.key, spans=[s for s, _ in kept])
         out.attrs["scores"] = numpy.asarray([sc for _, sc in kept], dtype="f")
         return out
+
+
+def _with_branch_markers(doc: Doc, group: SpanGroup) -> SpanGroup:
+    """``group`` with its parallelism markers replaced by those read off the
+    doc's parallelism branches (:func:`marker_spans`), inside sentences the
+    classifier labelled ``parallelism`` (all of them when it did not run)."""
+    keep = [span.label_ != MARKER for span in group]
+    kept = _keep(group, keep)
+    regions = _device_regions(doc, "rhetoric", label=PARALLELISM)
+    markers = [m for m in marker_spans(doc, label=MARKER) if any(s <= m.start and m.end <= e for s, e in regions)]
+    spans = sorted([*kept, *markers], key=lambda sp: (sp.start, sp.end, sp.label_))
+    scores = {(sp.start, sp.end, sp.label_): float(sc) for sp, sc in zip(kept, kept.attrs["scores"])}
+    out = SpanGroup(doc, name=group.name, spans=spans)
+    out.attrs["scores"] = numpy.asarray([scores.get((sp.start, sp.end, sp.label_), 1.0) for sp in spans], dtype="f")
+    return out
 
 
 def _keep(group: SpanGroup, keep: Sequence[bool]) -> SpanGroup:
