@@ -433,7 +433,8 @@ def add_component(
 ) -> Language:
     """Source the component ``name`` of the trained pipeline ``source`` into
     the pipeline folder ``target`` (replacing one of that name), placed
-    before ``before`` (default: at the end), and write only what changes:
+    before ``before`` (default: at the end; ``name`` itself: where the
+    replaced one was), and write only what changes:
     the component's folder, ``config.cfg`` and ``meta.json``. Every other
     file of ``target`` is left byte for byte (``nlp.to_disk`` would re-save,
     e.g., fp16 transformer weights as fp32). Raises ValueError when
@@ -451,6 +452,10 @@ def add_component(
     if before is not None and before not in nlp.pipe_names:
         raise ValueError(f"{target} has no component {before!r}: {nlp.pipe_names}")
     if name in nlp.pipe_names:
+        names = list(nlp.pipe_names)
+        if before == name:  # keep its place
+            i = names.index(name)
+            before = names[i + 1] if i + 1 < len(names) else None
         nlp.remove_pipe(name)
     nlp.add_pipe(name, source=src, before=before)
     shutil.rmtree(target / name, ignore_errors=True)
@@ -458,7 +463,9 @@ def add_component(
     nlp.config.to_disk(target / "config.cfg")
     meta = srsly.read_json(target / "meta.json")
     meta["pipeline"], meta["components"] = list(nlp.pipe_names), list(nlp.component_names)
-    meta.setdefault("labels", {})[name] = []
+    meta.setdefault("labels", {})[name] = list(getattr(nlp.get_pipe(name), "labels", ()))
+    rhetoric = meta.setdefault("rhetoric", {})
+    rhetoric.setdefault("trained_from", {})[name] = {"source": _portable(source)}
     sources = meta.setdefault("sources", [])
     sources.extend(CORPORA[c] for c in corpora if CORPORA[c] not in sources)
     srsly.write_json(target / "meta.json", meta)

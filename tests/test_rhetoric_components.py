@@ -3,6 +3,7 @@ data, the evaluate/benchmark functions and the transformer config wiring."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy
 import pytest
@@ -353,3 +354,29 @@ def test_bad_component_positive_weights_are_refused(weights, match):
     nlp = spacy.blank("zh")
     with pytest.raises(ValueError, match=match):
         nlp.add_pipe("rhetoric_components", config={"positive_weights": weights})
+
+
+def test_add_component_replaces_in_place(tmp_path):
+    """``rhetoric add-component TARGET SOURCE --name rhetoric_components
+    --before rhetoric_components`` (finalize-zh-rhetoric-components) keeps
+    the component's place, its labels in the meta and says where it came
+    from; the other components' files are untouched."""
+    import shutil
+
+    import srsly
+
+    from spacy_rhetoric.pipeline import add_component
+
+    target = tmp_path / "zh_rhetoric"
+    shutil.copytree(ROOT / "pipelines" / "zh_rhetoric", target)
+    before = spacy.load(target).pipe_names
+    tok2vec = (target / "tok2vec" / "model").read_bytes()
+    nlp = add_component(target, ROOT / "pipelines" / "zh_rhetoric", "rhetoric_components", before="rhetoric_components")
+    assert nlp.pipe_names == before
+    meta = srsly.read_json(target / "meta.json")
+    assert meta["labels"]["rhetoric_components"] == list(nlp.get_pipe("rhetoric_components").labels)
+    assert "rhetoric_components" in meta["rhetoric"]["trained_from"]
+    assert not Path(meta["rhetoric"]["trained_from"]["rhetoric_components"]["source"]).is_absolute()
+    assert (target / "tok2vec" / "model").read_bytes() == tok2vec
+    with pytest.raises(ValueError, match="no component"):
+        add_component(target, ROOT / "pipelines" / "zh_rhetoric", "no_such_component")

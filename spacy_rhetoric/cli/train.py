@@ -148,7 +148,7 @@ def add_component_cmd(
     target: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline folder to add to, e.g. pipelines/zh_rhetoric"),
     source: Path = typer.Argument(..., exists=True, file_okay=False, help="Trained pipeline holding the component, e.g. training/cross_paragraph/model-best"),
     name: str = typer.Option("cross_paragraph_linker", "--name", help="The component to source"),
-    before: Optional[str] = typer.Option("rhetoric_textcat", "--before", help="Place it before this component"),
+    before: Optional[str] = typer.Option("rhetoric_textcat", "--before", help="Place it before this component (its own name: where the one it replaces was)"),
     corpus: List[str] = typer.Option([], "--corpus", help="Corpus the component was trained on, for the meta's sources (repeatable), e.g. pse-original"),
 ) -> None:
     """Source a separately trained component into a shipped pipeline,
