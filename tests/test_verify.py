@@ -331,6 +331,23 @@ def test_request_rows_count_success_at_each_n(tiny_model):
     assert percentiles([1.0, 2.0, 3.0, 4.0]) == {"p50": 2.5, "p95": 3.85, "mean": 2.5}
 
 
+def test_reverify_judges_the_same_draws_again(nlp):
+    """Re-verification keeps the draws and their order: success at N is
+    about the first N drawn answers under the new analyser, and the returned
+    answer is a verified one when there is one."""
+    from spacy_rhetoric.evaluation.suggestions import reverify_rows
+
+    drawn = ["我回到家，打开了灯。", "月光像一层薄纱，轻轻地铺在小路上。", "月光像一层薄纱，轻轻地铺在小路上。", ""]
+    rows = [{"id": 7, "rhetoric": "metaphor", "object": "月光", "context": ["放学了，我一个人走在回家的路上。"],
+             "human": "h", "meta": {}, "drawn": drawn}]
+    (out,) = reverify_rows(rows, pipeline_analyser(nlp), [1, 2, 4], progress=False)
+    assert out["id"] == 7 and out["drawn"] == drawn
+    assert out["success"] == {"1": False, "2": True, "4": True}
+    assert out["returned"] == drawn[1] and out["returned_verified"] is True
+    assert [c["text"] for c in out["candidates"]] == drawn[:2]
+    assert summarize([out], [1, 2])["metaphor"]["success@2"] == 1.0
+
+
 # --- the real model -----------------------------------------------------------------------------
 
 

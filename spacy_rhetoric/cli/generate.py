@@ -232,6 +232,44 @@ def evaluate_suggestions_cmd(
     typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
 
 
+@app.command("reverify-suggestions")
+def reverify_suggestions_cmd(
+    rows: Path = typer.Argument(..., exists=True, dir_okay=False, help="evaluate-suggestions results (JSONL)"),
+    output: Path = typer.Option(..., "--output", "-o", help="JSONL: one row per request, judged by ANALYSER"),
+    summary_path: Path = typer.Option(..., "--summary", help="JSON summary: success at each N per device"),
+    analyser: str = typer.Option(..., "--analyser", help="Pipeline that verifies (name or folder)"),
+    ns: str = typer.Option("1,4,8", "--ns", help="Candidates per request to report success at (comma-separated)"),
+) -> None:
+    """The draws of an evaluate-suggestions run judged again by another analyser (no generation)."""
+    import json
+
+    from ..evaluation.suggestions import read_rows, reverify_rows, summarize
+    from ..llm.verify import pipeline_analyser
+    from ..pipeline import load_pipeline
+
+    counts = sorted({int(x) for x in ns.split(",") if x.strip()})
+    before = read_rows(rows)
+    if not before:
+        typer.echo(f"{rows}: no rows", err=True)
+        raise typer.Exit(1)
+    too_few = [r["id"] for r in before if len(r["drawn"]) < max(counts)]
+    if too_few:
+        typer.echo(f"{rows}: {len(too_few)} rows drew fewer than {max(counts)} answers (first id {too_few[0]}); lower --ns", err=True)
+        raise typer.Exit(1)
+    analyse = pipeline_analyser(load_pipeline(analyser))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    after = []
+    with output.open("w", encoding="utf8") as fh:
+        for row in reverify_rows(before, analyse, counts):
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            after.append(row)
+    result = {"rows": str(rows), "analyser": analyser, "summary": summarize(after, counts),
+              "summary_before": summarize(before, counts)}
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    summary_path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+    typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
+
+
 @app.command("suggestion-sheet")
 def suggestion_sheet_cmd(
     rows: Path = typer.Argument(..., exists=True, dir_okay=False, help="evaluate-suggestions results (JSONL)"),

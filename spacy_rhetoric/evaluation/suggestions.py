@@ -90,6 +90,34 @@ def request_rows(generator: Any, requests: Sequence[RGRecord], ns: Sequence[int]
     bar.close()
 
 
+def reverify_rows(rows: Sequence[Dict[str, Any]], analyse: Any, ns: Sequence[int], *,
+                  progress: bool = True) -> Iterable[Dict[str, Any]]:
+    """The same draws judged by another verifier: for each row of
+    :func:`request_rows`, its ``drawn`` answers (in draw order) analysed
+    again in the row's ``context`` by ``analyse``
+    (:func:`spacy_rhetoric.llm.verify.verify`). Yields rows with the same
+    ``id``, request fields and ``drawn``; ``success`` at each N is whether
+    some of the first N drawn answers is verified now; ``returned`` is the
+    verified answer with the highest analyser score (else the first drawn
+    answer) and ``candidates`` the verdicts of the distinct answers. The
+    generator is not run, so the two verifiers see identical candidates."""
+    from tqdm import tqdm
+
+    from ..llm.verify import verify
+
+    for row in tqdm(rows, disable=not progress, unit="request"):
+        texts = list(dict.fromkeys(t for t in row["drawn"] if t))
+        verdicts = dict(zip(texts, verify(analyse, row["context"], row["rhetoric"], row["object"], texts)))
+        verified = sorted((t for t in texts if verdicts[t].verified), key=lambda t: -verdicts[t].analyser_score)
+        returned = verified[0] if verified else (texts[0] if texts else None)
+        yield {
+            **{k: row[k] for k in ("id", "rhetoric", "object", "context", "human", "meta", "drawn")},
+            "success": {str(k): any(t in verified for t in row["drawn"][:k]) for k in ns},
+            "returned": returned, "returned_verified": bool(verified),
+            "candidates": [{"text": t, **verdicts[t].to_dict()} for t in texts],
+        }
+
+
 def time_requests(generator: Any, requests: Sequence[RGRecord], ns: Sequence[int]) -> Dict[str, Dict[str, Any]]:
     """Latency of one request at a time, per N: ``{N: {"p50", "p95",
     "mean", "requests"}}`` in seconds (generation, verification and
