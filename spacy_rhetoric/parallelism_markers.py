@@ -55,18 +55,19 @@ def shared_marker(branches: Sequence[Span]) -> Optional[List[Tuple[int, int]]]:
     """
     if len(branches) < 2:
         return None
-    first, others = branches[0], [_words(b) for b in branches[1:]]
-    words = _words(first)
+    first = branches[0]
+    words = [_words(b) for b in branches]
     for i, token in enumerate(first):
-        if not _can_start(token) or any(_find(o, [words[i]]) < 0 for o in others):
+        if not _can_start(token) or any(_find(o, words[0][i : i + 1]) < 0 for o in words[1:]):
             continue
         end = i + 1
         while end < len(first) and not (first[end].is_punct or first[end].is_space):
-            if any(_find(o, words[i : end + 1]) < 0 for o in others):
+            if any(_find(o, words[0][i : end + 1]) < 0 for o in words[1:]):
                 break
             end += 1
-        run = words[i:end]
-        return [(b.start + _find(_words(b), run), b.start + _find(_words(b), run) + len(run)) for b in branches]
+        run = words[0][i:end]
+        starts = [b.start + _find(w, run) for b, w in zip(branches, words)]
+        return [(start, start + len(run)) for start in starts]
     return None
 
 
