@@ -150,32 +150,45 @@ def viterbi(
     emit: Floats3d (B, T, K); lengths: Ints1d (B,).
     Returns ``(paths, scores)``: a list of B tag-id lists (each of its
     sequence's length) and Floats1d (B,) their scores s(x, y).
+
+    The sequences are sorted longest first, so that step ``t`` computes only
+    the sequences still running (paragraphs are mostly far shorter than the
+    longest in their batch), and the back-pointers are followed for the
+    whole batch at once.
     """
     B, T, K = emit.shape
     if T == 0:
         return [[] for _ in range(B)], numpy.zeros(B)
+    lengths = numpy.asarray(lengths)
+    order = numpy.argsort(-lengths, kind="stable")
+    lens, emit = lengths[order], emit[order]
+    n_live = (lens[None, :] > numpy.arange(T)[:, None]).sum(axis=1)  # (T,)
     delta = start + emit[:, 0]
     back = numpy.zeros((B, T, K), dtype="int64")
     for t in range(1, T):
-        cand = delta[:, :, None] + trans[None]
+        n = n_live[t]
+        if n == 0:
+            break
+        cand = delta[:n, :, None] + trans[None]
         best_prev = cand.argmax(axis=1)
-        step = cand.max(axis=1) + emit[:, t]  # the value at best_prev
-        live = (t < lengths)[:, None]
-        delta = numpy.where(live, step, delta)
-        back[:, t] = best_prev
+        # the value at best_prev is the max
+        delta[:n] = numpy.take_along_axis(cand, best_prev[:, None, :], axis=1)[:, 0] + emit[:n, t]
+        back[:n, t] = best_prev
     final = delta + end
     best = final.argmax(axis=1)
-    paths = []
-    for b in range(B):
-        n = int(lengths[b])
-        if n == 0:
-            paths.append([])
-            continue
-        path = [int(best[b])]
-        for t in range(n - 1, 0, -1):
-            path.append(int(back[b, t, path[-1]]))
-        paths.append(path[::-1])
-    return paths, final[numpy.arange(B), best]
+    path = numpy.zeros((B, T), dtype="int64")
+    cur = best.copy()
+    for t in range(int(lens[0]) - 1, -1, -1):
+        n = n_live[t]
+        if t + 1 < T:
+            cur[:n] = numpy.where(lens[:n] == t + 1, best[:n], back[numpy.arange(n), t + 1, cur[:n]])
+        path[:n, t] = cur[:n]
+    paths: List[List[int]] = [[] for _ in range(B)]
+    scores = numpy.empty(B, dtype=final.dtype)
+    for i, b in enumerate(order):
+        paths[b] = path[i, : lens[i]].tolist()
+        scores[b] = final[i, best[i]]
+    return paths, scores
 
 
 @registry.layers("spacy_rhetoric.CRF.v1")

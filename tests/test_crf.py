@@ -85,6 +85,20 @@ def test_batched_equals_one_by_one():
         assert z1[0] == pytest.approx(log_z[b], abs=1e-9) and p1[0] == paths[b]
 
 
+def test_empty_sequences_in_a_batch_keep_their_place():
+    # viterbi sorts the batch longest first; the paths come back in input order
+    rng = numpy.random.default_rng(5)
+    emit, lengths, start, trans, end = _random_case(rng, [3, 1, 7, 2], 4)
+    lengths = numpy.array([0, 3, 0, 7])
+    paths, scores = viterbi(emit, lengths, start, trans, end)
+    assert paths[0] == [] and paths[2] == []
+    for b in (1, 3):
+        n = int(lengths[b])
+        p1, s1 = viterbi(emit[b:b + 1, :n], lengths[b:b + 1], start, trans, end)
+        assert paths[b] == p1[0] and len(paths[b]) == n
+        assert scores[b] == pytest.approx(s1[0], abs=1e-9)
+
+
 def test_stable_on_a_2000_word_document():
     rng = numpy.random.default_rng(0)
     K = 7
