@@ -1,0 +1,77 @@
+"""Matrix products on the CPU through numpy's BLAS, one thread per call.
+
+thinc's ``NumpyOps`` multiplies with blis. On this project's 2-core x86
+machine (AVX-512) blis took 8.6 ms for the tok2vec's CNN product,
+(2200, 288) x (288, 288), where numpy's OpenBLAS took 2.8 ms on one thread.
+Each call is limited to one BLAS thread: OpenBLAS's idle threads spin
+between calls and took the cores from torch's LSTM and the tokenizer (the
+42 PSE-I test essays: 1.63 s with two BLAS threads, 1.42 s with one), and
+``nlp.pipe(..., n_process=N)`` already gives each core a process.
+
+The products are numpy's, so results equal blis's up to float rounding; the
+shipped pipelines' spans were identical on the 42 test essays.
+
+Enable it in a pipeline's config::
+
+    [nlp.after_pipeline_creation]
+    @callbacks = "spacy_rhetoric.one_thread_blas_ops.v1"
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from spacy.language import Language
+from spacy.util import registry
+from thinc.api import NumpyOps
+from thinc.types import Floats2d
+
+_blas_controller = None
+
+
+def _blas():
+    """threadpoolctl's handle on the BLAS libraries numpy loaded (made once:
+    finding them scans the process's shared libraries)."""
+    global _blas_controller
+    if _blas_controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas_controller = ThreadpoolController().select(user_api="blas")
+    return _blas_controller
+
+
+class OneThreadBLASOps(NumpyOps):
+    """``NumpyOps`` whose ``gemm`` is ``numpy.dot`` on one BLAS thread; every
+    other operation is ``NumpyOps``'s. The thread limit holds only during
+    the call, so the user's own numpy keeps its setting."""
+
+    def __init__(self) -> None:
+        super().__init__(use_blis=False)
+
+    def gemm(self, x: Floats2d, y: Floats2d, out: Optional[Floats2d] = None, trans1: bool = False,
+             trans2: bool = False) -> Floats2d:
+        with _blas().limit(limits=1):
+            return super().gemm(x, y, out=out, trans1=trans1, trans2=trans2)
+
+    def __reduce__(self):
+        # a spawned worker (n_process on macOS / Windows) rebuilds it
+        return (OneThreadBLASOps, ())
+
+
+def use_one_thread_blas(nlp: Language) -> Language:
+    """Give every node of every component's model :class:`OneThreadBLASOps`
+    where it has ``NumpyOps`` (models on a GPU keep theirs). Returns ``nlp``."""
+    ops = OneThreadBLASOps()
+    for _, component in nlp.components:
+        model = getattr(component, "model", None)
+        if model is None or not hasattr(model, "walk"):
+            continue
+        for node in model.walk():
+            if type(node.ops) is NumpyOps:
+                node.ops = ops
+    return nlp
+
+
+@registry.callbacks("spacy_rhetoric.one_thread_blas_ops.v1")
+def make_one_thread_blas_ops() -> Callable[[Language], Language]:
+    """An ``[nlp.after_pipeline_creation]`` callback: :func:`use_one_thread_blas`."""
+    return use_one_thread_blas
