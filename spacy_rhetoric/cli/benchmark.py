@@ -65,9 +65,12 @@ def benchmark_pipeline_cmd(
 
     from ..benchmark import benchmark_pipelines, pse_test_texts
 
-    data = pse_test_texts(pse_dir, split)
-    result = benchmark_pipelines(model, data["texts"], n_processes=n_process, batch_size=batch_size,
-                                 repeat=repeat, gold_words=data["gold_words"])
+    try:
+        data = pse_test_texts(pse_dir, split)
+        result = benchmark_pipelines(model, data["texts"], n_processes=n_process, batch_size=batch_size,
+                                     repeat=repeat, gold_words=data["gold_words"])
+    except (ValueError, OSError) as err:
+        msg.fail(str(err), exits=1)
     runs = result["results"]
     rows = []
     for run in runs:
@@ -109,7 +112,10 @@ def benchmark_latency_cmd(
         essays = long_essays(pse_dir, chars, n)
     except ValueError as err:
         msg.fail(str(err), exits=1)
-    result = benchmark_latency(model, essays["texts"], repeat=repeat)
+    try:
+        result = benchmark_latency(model, essays["texts"], repeat=repeat)
+    except OSError as err:
+        msg.fail(str(err), exits=1)
     result["ids"] = essays["ids"]
     rows = [(r["model"], r["version"], f"{r['load_seconds']:.1f}", r["requests"], f"{r['p50_seconds']:.3f}",
              f"{r['p95_seconds']:.3f}", f"{r['mean_seconds']:.3f}", f"{r['max_seconds']:.3f}", f"{r['peak_rss_mib']:.0f}")
