@@ -118,6 +118,10 @@ def test_a_looping_or_copied_candidate_is_not_verified():
     assert repeated_clause([], "我爱春天的花，我爱夏天的雨，我爱秋天的叶。") == ""
     assert repeated_clause([], "春天来了，春天来了，真好。") == ""
     assert repeated_clause([], "春天来了啊，春天来了啊。") == "repeats the clause 春天来了啊"
+    # quotation marks inside a clause do not hide a loop (a LoRA draw for a parallelism request)
+    looped = "因为有“因为有”的道理，因为有“因为有”的道理，因为有“因为有”的道理……"
+    assert repeated_clause([], looped) == "repeats the clause 因为有因为有的道理"
+    assert repeated_clause(["他说：“我爱春天的花”。"], "我爱春天的花，我爱夏天的雨。") == "copies the clause 我爱春天的花 from the context"
 
 
 def test_weights_are_checked_and_combined():

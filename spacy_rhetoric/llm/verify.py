@@ -16,8 +16,11 @@ text ``context + candidate`` (only what lies in the candidate counts):
 - and, for every device, the candidate is not degenerate
   (:func:`repeated_clause`): no clause of ``min_clause_chars`` (default 5)
   or more characters occurs twice in it or is copied from the context. A
-  small LM's sampling loops (是人类生命的根基，是人类生命的根基) and
-  copies of the context otherwise pass the analyser.
+  clause is a run of word characters, or the text between two marks of
+  clause or sentence punctuation with quotation marks and brackets left out
+  (因为有“因为有”的道理 is one clause, not three short runs). A small LM's
+  sampling loops (是人类生命的根基，是人类生命的根基) and copies of the
+  context otherwise pass the analyser.
 
 The *analyser score* in [0, 1] ranks verified candidates by the pipeline's
 confidence: the highest textcat score of d among the candidate's sentences,
@@ -34,6 +37,7 @@ so tests can pass a stub and the service its locked pipeline.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -158,17 +162,32 @@ def repeated_clause(context: Sequence[str], candidate: str, min_chars: int = 5) 
     return _repeated(_context_clauses(context), candidate, min_chars)
 
 
-def _context_clauses(context: Sequence[str]) -> set:
+#: Marks that end a clause (the clause segmenter's clause and sentence
+#: punctuation, the enumeration comma and line breaks).
+_CLAUSE_END = re.compile(r"[，,：:—；;。．.？?！!…、\n\r]+")
+#: Quotation marks and brackets: inside a clause, they do not end it.
+_QUOTES = re.compile(r"[“”‘’「」『』\"'（）()《》〈〉【】\[\]\s\u3000]+")
+
+
+def _clauses(text: str) -> List[str]:
+    """The units compared for repetition: the runs of word characters, then
+    the punctuation-delimited clauses without quotes and brackets (module
+    docstring) that are not also a run (a clause without quotes would
+    otherwise be counted twice)."""
     from ..evaluation.ngram_lm import clauses
 
-    return {c for sent in context for c in clauses(sent)}
+    runs = clauses(text)
+    marked = [c for c in (_QUOTES.sub("", part) for part in _CLAUSE_END.split(text)) if c]
+    return runs + [c for c in marked if c not in runs]
+
+
+def _context_clauses(context: Sequence[str]) -> set:
+    return {c for sent in context for c in _clauses(sent)}
 
 
 def _repeated(before: set, candidate: str, min_chars: int) -> str:
-    from ..evaluation.ngram_lm import clauses
-
     seen = set()
-    for clause in clauses(candidate):
+    for clause in _clauses(candidate):
         if len(clause) < min_chars:
             continue
         if clause in seen:
