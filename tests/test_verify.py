@@ -96,6 +96,25 @@ def test_parallelism_needs_three_branches_inside_the_candidate():
                          min_branches=2).verified
 
 
+
+def test_identical_branches_are_repetition_not_parallelism():
+    # a LoRA draw the linker groups as three branches: the same clause three times
+    cand = "是理想；是理想；是理想。"
+    text, start = in_context(["我们都有梦想。"], cand)
+    sents = [span(cand, text, coarse={"parallelism": 0.9})]
+    at = [start + i for i in range(len(cand)) if cand.startswith("是理想", i)]
+    same = [{"text": "是理想", "start": a, "end": a + 3} for a in at]
+    verdict = verify_record(record(text, sents, parallelisms=[same]), start, "parallelism", "是")
+    assert verdict.verified is False and verdict.analyser_score == 0
+    assert verdict.reason == "3 branches linked, 1 of them different, 3 needed"
+    # branches that differ only in punctuation or quotes are the same branch
+    cand = "有“情”之人；有情之人；有情之人，真好。"
+    text, start = in_context([], cand)
+    quoted = [{"text": t, "start": start + cand.index(t), "end": start + cand.index(t) + len(t)} for t in ("有“情”之人", "有情之人")]
+    quoted.append({"text": "有情之人", "start": start + 12, "end": start + 16})
+    assert verify_record(record(text, [span(cand, text, coarse={"parallelism": 0.9})], parallelisms=[quoted]),
+                         start, "parallelism", "有").verified is False
+
 def test_a_looping_or_copied_candidate_is_not_verified():
     def everything(texts):  # an analyser that finds a metaphor on 芥子 in every candidate sentence
         out = []
@@ -234,7 +253,7 @@ def test_lead_begins_every_answer_and_turns_over_rounds(tiny_model):
     leads = ["月光像", "月光仿佛", "月光是", "月光如同", "月光像", "月光仿佛"]
     assert len(drawn) == 6 and [d[: len(lead)] for d, lead in zip(drawn, leads)] == leads
     assert make_lead("personification", "月光", "device") == Lead() == make_lead("metaphor", "月光", "none")
-    assert make_lead("parallelism", " 我爱 ", "device") == Lead(marker="我爱", branches=3)
+    assert make_lead("parallelism", " 我爱 ", "device") == Lead(marker="我爱", branches=3, separator="；")
     with pytest.raises(ValueError, match="lead"):
         make_lead("metaphor", "月光", "object")
     with pytest.raises(ValueError, match="completion"):
@@ -261,11 +280,12 @@ def test_a_parallelism_lead_begins_three_branches_with_the_marker():
     task = CompletionRGTask(lead="device")
     prompts = task.generate_prompts([RGRequest([], "parallelism", "我爱")])
     answers = task.call(backend, prompts, n=2)
-    assert [c.text for c in answers[0]] == ["我爱花开，我爱雨落；我爱叶黄。\n"] * 2
+    # the lead sets the branches apart with ；, whatever break the model wrote
+    assert [c.text for c in answers[0]] == ["我爱花开；我爱雨落；我爱叶黄。\n"] * 2
     assert answers[0][0].logprob == -3.0 and answers[0][0].n_tokens == 6  # the forced markers are not scored
     # one call per branch: both samples together, each continuing its own text
-    assert [len(p) for p in backend.prompts] == [1, 2, 2] and backend.prompts[2][0].endswith("我爱花开，我爱雨落；我爱")
-    assert [p.generation for p in task.parse_responses(answers)[0]] == ["我爱花开，我爱雨落；我爱叶黄。"] * 2
+    assert [len(p) for p in backend.prompts] == [1, 2, 2] and backend.prompts[2][0].endswith("我爱花开；我爱雨落；我爱")
+    assert [p.generation for p in task.parse_responses(answers)[0]] == ["我爱花开；我爱雨落；我爱叶黄。"] * 2
 
 
 # --- the shipped pipeline as analyser --------------------------------------------------------

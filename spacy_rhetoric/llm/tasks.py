@@ -131,13 +131,17 @@ def _text_led(backend: Any, prompts: List[CompletionPrompt], n: int, first: int,
 def _branch_led(backend: Any, prompt: CompletionPrompt, n: int, decoding: Dict[str, Any]) -> List[Completion]:
     """``n`` answers whose first ``lead.branches`` clauses each begin with
     ``lead.marker``: the model writes a clause up to a clause break
-    (:data:`BRANCH_STOPS`), the marker is put after it, and so on; the last
-    branch runs to the line's end. An answer that ends its line early, or
-    fails, stops there."""
-    marker, stops = prompt.lead.marker, BRANCH_STOPS
+    (:data:`BRANCH_STOPS`), the break becomes ``lead.separator`` (when set;
+    its log-probability stays that of the break the model chose), the
+    marker is put after it, and so on; the last branch runs to the line's
+    end. An answer that ends its line early, or fails, stops there."""
+    marker, stops, separator = prompt.lead.marker, BRANCH_STOPS, prompt.lead.separator
     parts = [_begun(marker, c) for c in backend.complete([prompt.text + marker], n=n, stop=stops, **decoding)[0]]
     for branch in range(1, prompt.lead.branches):
         todo = [j for j, c in enumerate(parts) if c.ok and c.text.endswith(stops[:-1])]
+        if separator:
+            for j in todo:
+                parts[j] = replace(parts[j], text=parts[j].text[:-1] + separator)
         last = branch == prompt.lead.branches - 1
         answers = backend.complete([prompt.text + parts[j].text + marker for j in todo], n=1,
                                    stop=STOP if last else stops, **decoding)

@@ -12,7 +12,10 @@ text ``context + candidate`` (only what lies in the candidate counts):
   matches o by the containment rule of
   :func:`spacy_rhetoric.evaluation.rhetoric_success.object_matches`;
 - parallelism: the linker groups at least ``min_branches`` (default 3)
-  branches inside the candidate (the marker o is not required);
+  branches inside the candidate, at least ``min_branches`` of them different
+  once punctuation is left out (the marker o is not required). The same
+  clause said three times (是理想；是理想；是理想。) is repetition (反复),
+  not parallelism (``annotations/GUIDELINES.md`` §4.5);
 - and, for every device, the candidate is not degenerate
   (:func:`repeated_clause`): no clause of ``min_clause_chars`` (default 5)
   or more characters occurs twice in it or is copied from the context. A
@@ -45,6 +48,12 @@ from ..evaluation.rhetoric_success import object_matches
 from ..render import devices_of
 from ..taxonomy import COARSE_ZH, COMPONENTS, OBJECT_COMPONENT
 from .completion import join_sentences
+
+#: Marks that end a clause (the clause segmenter's clause and sentence
+#: punctuation, the enumeration comma and line breaks).
+_CLAUSE_END = re.compile(r"[，,：:—；;。．.？?！!…、\n\r]+")
+#: Quotation marks and brackets: inside a clause, they do not end it.
+_QUOTES = re.compile(r"[“”‘’「」『』\"'（）()《》〈〉【】\[\]\s\u3000]+")
 
 #: ``texts -> one analysis record per text``
 Analyse = Callable[[List[str]], List[Dict[str, Any]]]
@@ -124,10 +133,15 @@ def _verify_parallelism(record, sentences, start, evidence, min_branches) -> Ver
     groups = [g["branches"] for g in record["parallelisms"] if g["branches"] and min(b["start"] for b in g["branches"]) >= start]
     best = max(groups, key=len, default=[])
     evidence = evidence + [_piece("branch", b, start, None) for b in best]
-    ok = len(best) >= min_branches
+    distinct = len({_QUOTES.sub("", _CLAUSE_END.sub("", b["text"])) for b in best})
+    ok = distinct >= min_branches
     scores = [float(s["coarse"]["parallelism"]) for s in sentences if "parallelism" in (s.get("coarse") or {})]
     score = max(scores, default=0.0) if ok else 0.0
-    reason = "" if ok else f"{len(best)} branches linked, {min_branches} needed"
+    reason = ""
+    if len(best) < min_branches:
+        reason = f"{len(best)} branches linked, {min_branches} needed"
+    elif not ok:
+        reason = f"{len(best)} branches linked, {distinct} of them different, {min_branches} needed"
     return Verdict(ok, ok, None, score, evidence, reason)
 
 
@@ -160,13 +174,6 @@ def repeated_clause(context: Sequence[str], candidate: str, min_chars: int = 5) 
     that is a clause of the context (a copy, not a suggestion). Parallel
     branches share their marker, not whole clauses, so they pass."""
     return _repeated(_context_clauses(context), candidate, min_chars)
-
-
-#: Marks that end a clause (the clause segmenter's clause and sentence
-#: punctuation, the enumeration comma and line breaks).
-_CLAUSE_END = re.compile(r"[，,：:—；;。．.？?！!…、\n\r]+")
-#: Quotation marks and brackets: inside a clause, they do not end it.
-_QUOTES = re.compile(r"[“”‘’「」『』\"'（）()《》〈〉【】\[\]\s\u3000]+")
 
 
 def _clauses(text: str) -> List[str]:
