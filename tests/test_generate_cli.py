@@ -96,3 +96,16 @@ def test_bad_verification_settings_are_one_line_on_stderr(models, tmp_path):
         result = runner.invoke(app, common + extra)
         assert result.exit_code == 1 and len(result.stderr.splitlines()) == 1, result.stderr
         assert expected in result.stderr and "Traceback" not in result.stderr
+
+
+def test_suggestion_sheet_of_one_device(tmp_path: Path):
+    rows = Path(__file__).resolve().parents[1] / "metrics" / "suggestions" / "gemma-lora-lead.jsonl"
+    sheet, key = tmp_path / "sheet.jsonl", tmp_path / "key.jsonl"
+    result = runner.invoke(app, ["suggestion-sheet", str(rows), "--sheet", str(sheet), "--key", str(key),
+                                 "--per-device", "5", "--human-per-device", "2", "--device", "parallelism"])
+    assert result.exit_code == 0, result.output
+    items = [json.loads(line) for line in sheet.read_text(encoding="utf8").splitlines()]
+    assert len(items) == 7 and {item["rhetoric"] for item in items} == {"parallelism"}
+    assert "device" in items[0] and items[0]["device"] is None  # to be answered
+    bad = runner.invoke(app, ["suggestion-sheet", str(rows), "--sheet", str(sheet), "--key", str(key), "--device", "irony"])
+    assert bad.exit_code == 1 and "unknown --device irony" in bad.output

@@ -278,12 +278,19 @@ def suggestion_sheet_cmd(
     per_device: int = typer.Option(40, "--per-device", help="Returned suggestions per device"),
     human_per_device: int = typer.Option(10, "--human-per-device", help="Human sentences per device (control)"),
     seed: int = typer.Option(0, "--seed"),
+    device: List[str] = typer.Option([], "--device", help="Only the requests of this device (repeatable; default: all)"),
 ) -> None:
     """A blind-read sheet of returned suggestions (and human controls), shuffled, with its key apart."""
     from ..evaluation.blind_read import make_sheet, write_jsonl
     from ..evaluation.suggestions import read_rows
+    from ..llm.prompts import RG_DEVICES
 
-    items, secret = make_sheet(read_rows(rows), per_device, human_per_device, seed)
+    unknown = sorted(set(device) - set(RG_DEVICES))
+    if unknown:
+        typer.echo(f"unknown --device {', '.join(unknown)}: one of {', '.join(RG_DEVICES)}", err=True)
+        raise typer.Exit(1)
+    picked = [r for r in read_rows(rows) if not device or r["rhetoric"] in device]
+    items, secret = make_sheet(picked, per_device, human_per_device, seed)
     write_jsonl(items, sheet)
     write_jsonl(secret, key)
     typer.echo(f"wrote {len(items)} items to {sheet} and their key to {key}")
