@@ -41,6 +41,18 @@ def test_the_users_blas_threads_are_restored():
     assert _blas_threads() == before
 
 
+def test_threads_running_products_at_once_restore_the_users_setting():
+    # a service's worker threads may multiply at the same time
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = _blas_threads()
+    x = numpy.ones((64, 64), dtype="f")
+    ops = OneThreadBLASOps()
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: ops.gemm(x, x), range(200)))
+    assert _blas_threads() == before
+
+
 def test_pickles_for_spawned_workers():
     ops = pickle.loads(pickle.dumps(OneThreadBLASOps()))
     assert isinstance(ops, OneThreadBLASOps) and not ops.use_blis

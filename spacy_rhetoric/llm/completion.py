@@ -113,7 +113,8 @@ def make_lead(rhetoric: str, object: str, lead: str) -> Lead:
     ``"device"``: a metaphor's answers begin with its tenor and each of
     :data:`LEAD_COMPARATORS` in turn; a parallelism's first
     :data:`LEAD_BRANCHES` clauses begin with its marker, set apart by
-    :data:`LEAD_SEPARATOR`; personification and hyperbole are not begun. Raises ``ValueError`` for another lead."""
+    :data:`LEAD_SEPARATOR`; personification and hyperbole are not begun.
+    Raises ``ValueError`` for another lead."""
     if lead not in LEADS:
         raise ValueError(Errors.R018.format(leads=LEADS, value=lead))
     obj = object.strip()

@@ -18,7 +18,9 @@ Enable it in a pipeline's config::
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional
 
 from spacy.language import Language
 from spacy.util import registry
@@ -26,6 +28,12 @@ from thinc.api import NumpyOps
 from thinc.types import Floats2d
 
 _blas_controller = None
+#: Products running now in this process, and the limiter that set one
+#: thread when the first of them began: the user's setting comes back when
+#: the last one ends, whatever threads (a service's workers) run them.
+_running = 0
+_limiter = None
+_lock = threading.Lock()
 
 
 def _blas():
@@ -39,6 +47,25 @@ def _blas():
     return _blas_controller
 
 
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """The BLAS on one thread inside the block; the setting before the first
+    of several overlapping blocks is restored when the last one ends."""
+    global _running, _limiter
+    with _lock:
+        if _running == 0:
+            _limiter = _blas().limit(limits=1)
+        _running += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _running -= 1
+            if _running == 0:
+                _limiter.restore_original_limits()
+                _limiter = None
+
+
 class OneThreadBLASOps(NumpyOps):
     """``NumpyOps`` whose ``gemm`` is ``numpy.dot`` on one BLAS thread; every
     other operation is ``NumpyOps``'s. The thread limit holds only during
@@ -49,7 +76,10 @@ class OneThreadBLASOps(NumpyOps):
 
     def gemm(self, x: Floats2d, y: Floats2d, out: Optional[Floats2d] = None, trans1: bool = False,
              trans2: bool = False) -> Floats2d:
-        with _blas().limit(limits=1):
+        """``x @ y`` with either transposed first: x Floats2d (m, k), or
+        (k, m) with ``trans1``; y (k, n), or (n, k) with ``trans2``; returns
+        (or writes into ``out``) Floats2d (m, n)."""
+        with one_blas_thread():
             return super().gemm(x, y, out=out, trans1=trans1, trans2=trans2)
 
     def __reduce__(self):
