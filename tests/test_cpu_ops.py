@@ -53,6 +53,29 @@ def test_threads_running_products_at_once_restore_the_users_setting():
     assert _blas_threads() == before
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_child_forked_while_another_thread_enters_a_product_does_not_hang():
+    # nlp.pipe(n_process=2) forks; a service thread may be multiplying then
+    import multiprocessing
+
+    from spacy_rhetoric.ml import cpu_ops
+
+    def child(queue):
+        out = OneThreadBLASOps().gemm(numpy.ones((4, 4), dtype="f"), numpy.ones((4, 4), dtype="f"))
+        queue.put(float(out[0, 0]))
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    with cpu_ops._lock:  # as while another thread enters or leaves a product
+        proc = ctx.Process(target=child, args=(queue,))
+        proc.start()
+        proc.join(timeout=60)
+    alive = proc.is_alive()
+    if alive:
+        proc.kill()
+    assert not alive and proc.exitcode == 0 and queue.get(timeout=5) == 4.0
+
+
 def test_pickles_for_spawned_workers():
     ops = pickle.loads(pickle.dumps(OneThreadBLASOps()))
     assert isinstance(ops, OneThreadBLASOps) and not ops.use_blis

@@ -18,6 +18,7 @@ Enable it in a pipeline's config::
 """
 from __future__ import annotations
 
+import os
 import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
@@ -34,6 +35,17 @@ _blas_controller = None
 _running = 0
 _limiter = None
 _lock = threading.Lock()
+
+
+def _reset_after_fork() -> None:
+    """A forked child starts with no product running: a lock held by another
+    thread of the parent at the fork would otherwise never be released."""
+    global _running, _limiter, _lock
+    _running, _limiter, _lock = 0, None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def _blas():
