@@ -133,7 +133,7 @@ def _verify_parallelism(record, sentences, start, evidence, min_branches) -> Ver
     groups = [g["branches"] for g in record["parallelisms"] if g["branches"] and min(b["start"] for b in g["branches"]) >= start]
     best = max(groups, key=len, default=[])
     evidence = evidence + [_piece("branch", b, start, None) for b in best]
-    distinct = len({_QUOTES.sub("", _CLAUSE_END.sub("", b["text"])) for b in best})
+    distinct = len({_bare(_CLAUSE_END.sub("", b["text"])) for b in best})
     ok = distinct >= min_branches
     scores = [float(s["coarse"]["parallelism"]) for s in sentences if "parallelism" in (s.get("coarse") or {})]
     score = max(scores, default=0.0) if ok else 0.0
@@ -176,6 +176,11 @@ def repeated_clause(context: Sequence[str], candidate: str, min_chars: int = 5) 
     return _repeated(_context_clauses(context), candidate, min_chars)
 
 
+def _bare(text: str) -> str:
+    """``text`` without quotation marks, brackets and spaces."""
+    return _QUOTES.sub("", text)
+
+
 def _clauses(text: str) -> List[str]:
     """The units compared for repetition: the runs of word characters, then
     the punctuation-delimited clauses without quotes and brackets (module
@@ -184,7 +189,7 @@ def _clauses(text: str) -> List[str]:
     from ..evaluation.ngram_lm import clauses
 
     runs = clauses(text)
-    marked = [c for c in (_QUOTES.sub("", part) for part in _CLAUSE_END.split(text)) if c]
+    marked = [c for c in map(_bare, _CLAUSE_END.split(text)) if c]
     return runs + [c for c in marked if c not in runs]
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Callable, Iterator, Optional
 
 from spacy.language import Language
@@ -28,7 +29,6 @@ from spacy.util import registry
 from thinc.api import NumpyOps
 from thinc.types import Floats2d
 
-_blas_controller = None
 #: Products running now in this process, and the limiter that set one
 #: thread when the first of them began: the user's setting comes back when
 #: the last one ends, whatever threads (a service's workers) run them.
@@ -48,15 +48,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
+@lru_cache(maxsize=None)
 def _blas():
     """threadpoolctl's handle on the BLAS libraries numpy loaded (made once:
     finding them scans the process's shared libraries)."""
-    global _blas_controller
-    if _blas_controller is None:
-        from threadpoolctl import ThreadpoolController
+    from threadpoolctl import ThreadpoolController
 
-        _blas_controller = ThreadpoolController().select(user_api="blas")
-    return _blas_controller
+    return ThreadpoolController().select(user_api="blas")
 
 
 @contextmanager
