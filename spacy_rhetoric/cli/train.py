@@ -118,20 +118,28 @@ def tune_thresholds_raw_cmd(
     min_support: int = typer.Option(10, "--min-support", help="Tune only devices with this many dev units"),
     tolerance: float = typer.Option(0.01, "--tolerance", help="Take the threshold nearest 0.5 whose dev F1 is within this of the best"),
     components: bool = typer.Option(True, "--components/--no-components", help="Also tune rhetoric_components per label"),
+    linker_bias: bool = typer.Option(True, "--linker-bias/--no-linker-bias", help="First tune parallelism_linker's o_bias (EPM and MBAWO F1 on the dev essays)"),
 ) -> None:
-    """One rhetoric_textcat threshold per coarse device, then one
-    rhetoric_components threshold per component label, chosen on the dev
-    splits read as raw text (the user's path, linker rule included)."""
+    """parallelism_linker's o_bias, then one rhetoric_textcat threshold per
+    coarse device, then one rhetoric_components threshold per component
+    label, chosen on the dev splits read as raw text (the user's path,
+    linker rule included)."""
     from wasabi import msg
 
-    from ..evaluation.raw_path import read_gold, tune_component_thresholds_raw, tune_thresholds_raw
+    from ..evaluation.raw_path import read_gold, tune_component_thresholds_raw, tune_linker_bias_raw, tune_thresholds_raw
     from ..pipeline import load_pipeline, write_component
 
     nlp = load_pipeline(model)
     devs = [read_gold(c, shared, annotations, "dev") for c in corpus]
+    names = []
+    if linker_bias and "parallelism_linker" in nlp.pipe_names:
+        r = tune_linker_bias_raw(nlp, devs)
+        grid = ", ".join(f"{b:.2f}: {f:.4f}" for b, f in r["grid"].items())
+        msg.info(f"parallelism_linker: o_bias {r['o_bias']:.2f} -> dev (EPM F1 + MBAWO F1) / 2 = {r['f']:.4f} ({r['texts']} dev texts; {grid})")
+        names.append("parallelism_linker")
     for label, r in tune_thresholds_raw(nlp, devs, min_support=min_support, tolerance=tolerance).items():
         msg.info(f"coarse/{label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev units)")
-    names = ["rhetoric_textcat"]
+    names.append("rhetoric_textcat")
     if components and "rhetoric_components" in nlp.pipe_names:
         for label, r in tune_component_thresholds_raw(nlp, devs, min_support=min_support, tolerance=tolerance).items():
             msg.info(f"component {label}: threshold {r['threshold']:.2f} -> dev F1 {r['f']:.4f} ({r['support']} dev spans)")

@@ -841,6 +841,56 @@ def _tune_per_label(pipe, docs, predictions, gold, keys: Dict[str, str], support
     return result
 
 
+#: ``o_bias`` values :func:`tune_linker_bias_raw` tries (log-potential units).
+O_BIAS_GRID = tuple(round(0.05 * i, 2) for i in range(13))
+
+
+def tune_linker_bias_raw(
+    nlp: Language,
+    devs: Sequence[Sequence[GoldDoc]],
+    *,
+    grid: Sequence[float] = O_BIAS_GRID,
+    tolerance: float = 0.01,
+    batch_size: int = 8,
+) -> Dict[str, Any]:
+    """Choose ``parallelism_linker``'s ``o_bias`` (the decision-rule bias
+    against the ``O`` tag) on the dev texts that annotate parallelism, read
+    as raw text, and set it in the component's ``cfg``.
+
+    The components before the linker run once; the linker decodes once per
+    grid value. The score is the mean of EPM F1 and MBAWO F1 (the linker's
+    own score weights, Bothwell et al. 2023 §5); the smallest bias within
+    ``tolerance`` of the best wins, so the trained decoding (0) stays unless
+    dev shows a gain. Run it before the classifier's thresholds: the
+    classifier's parallelism rule reads the linker's branches. Returns
+    ``{"o_bias", "f", "grid": {bias: score}, "texts"}``. Raises ValueError
+    without a ``parallelism_linker`` or without parallelism gold in ``devs``.
+    """
+    from ..records import doc_to_record, single_torch_thread
+    from .rhetoric import apply_component
+
+    name = "parallelism_linker"
+    if name not in nlp.pipe_names:
+        raise ValueError(f"the pipeline has no {name}")
+    gold = [g for dev in devs for g in dev if g.parallelisms is not None and g.words is not None]
+    if not gold:
+        raise ValueError("no dev text annotates parallelism")
+    linker = nlp.get_pipe(name)
+    with single_torch_thread():
+        before = list(nlp.pipe((g.text for g in gold), batch_size=batch_size,
+                               disable=nlp.pipe_names[nlp.pipe_names.index(name):]))
+        curve = {}
+        for bias in grid:
+            linker.cfg["o_bias"] = float(bias)
+            docs = apply_component(linker, [d.copy() for d in before], batch_size)
+            scores = score_parallelism(gold, [doc_to_record(d, g.id) for d, g in zip(docs, gold)])
+            curve[float(bias)] = (scores["epm"]["f"] + scores["mbawo"]["f"]) / 2
+    top = max(curve.values())
+    best = min(b for b in curve if curve[b] >= top - tolerance)
+    linker.cfg["o_bias"] = best
+    return {"o_bias": best, "f": curve[best], "grid": curve, "texts": len(gold)}
+
+
 def tune_thresholds_raw(
     nlp: Language,
     devs: Sequence[Sequence[GoldDoc]],
