@@ -113,6 +113,30 @@ def test_serialization_roundtrip(trained, tmp_path):
     assert loaded.get_pipe("parallelism_linker").labels == nlp.get_pipe("parallelism_linker").labels
 
 
+def test_o_bias_trades_precision_for_recall_and_is_saved(trained, tmp_path):
+    """o_bias 0 decodes as the trained CRF; a larger bias never tags fewer
+    words as part of a branch; the bias is saved with the component."""
+    nlp, examples, _ = trained
+    linker = nlp.get_pipe("parallelism_linker")
+    docs = [nlp.make_doc("".join(t.text for t in eg.reference)) for eg in examples]
+    paths = linker.predict(docs)
+    o = linker.labels.index("O")
+    n_tagged = lambda ps: sum(i != o for p in ps for i in p)  # noqa: E731
+    try:
+        tagged = []
+        for bias in (0.0, 2.0, 50.0):
+            linker.cfg["o_bias"] = bias
+            tagged.append(n_tagged(linker.predict(docs)))
+        assert tagged[0] == n_tagged(paths)
+        assert tagged[0] <= tagged[1] <= tagged[2]
+        assert tagged[2] == sum(len(d) for d in docs)  # O never wins against a bias of 50
+        linker.cfg["o_bias"] = 0.5
+        nlp.to_disk(tmp_path / "model")
+        assert spacy.load(tmp_path / "model").get_pipe("parallelism_linker").cfg["o_bias"] == 0.5
+    finally:
+        linker.cfg["o_bias"] = 0.0
+
+
 def test_bad_and_long_input(trained):
     nlp, examples, _ = trained
     assert list(nlp("").spans["parallelism"]) == []

@@ -214,3 +214,22 @@ def test_tuning_on_the_raw_dev_path_sets_thresholds_per_device_and_component(sha
     assert nlp.get_pipe("rhetoric_textcat").cfg["thresholds"]["coarse/metaphor"] == coarse["metaphor"]["threshold"]
     assert nlp.get_pipe("rhetoric_components").cfg["thresholds"]["tenor"] == comps["tenor"]["threshold"]
     assert nearest_half({0.3: 0.80, 0.5: 0.795, 0.7: 0.6}, 0.01) == 0.5
+
+
+def test_linker_bias_is_tuned_on_the_dev_essays_that_annotate_parallelism(shared_data):
+    """tune_linker_bias_raw on a few real dev essays (simile sentences, which
+    annotate no parallelism, are left out): every grid value is scored, the
+    smallest within 0.01 of the best is set in the linker's cfg; no
+    parallelism gold at all is an error."""
+    from spacy_rhetoric.evaluation.raw_path import read_gold, tune_linker_bias_raw
+
+    nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
+    essays = read_gold("pse-i-cerd", shared_data, ROOT / "annotations" / "pse-i-cerd", "dev")[:6]
+    similes = read_gold("simile", shared_data, ROOT / "annotations" / "pse-i-cerd", "dev")[:20]
+    r = tune_linker_bias_raw(nlp, [essays, similes], grid=[0.0, 0.3, 5.0])
+    assert r["texts"] == 6 and set(r["grid"]) == {0.0, 0.3, 5.0}
+    assert r["o_bias"] == min(b for b, f in r["grid"].items() if f >= max(r["grid"].values()) - 0.01)
+    assert r["grid"][5.0] < r["grid"][0.0]  # every word in a branch is worse than the trained decoding
+    assert nlp.get_pipe("parallelism_linker").cfg["o_bias"] == r["o_bias"]
+    with pytest.raises(ValueError, match="no dev text annotates parallelism"):
+        tune_linker_bias_raw(nlp, [similes])
