@@ -53,6 +53,35 @@ def _docbin_files(path: Union[str, Path]) -> List[Path]:
     return files
 
 
+def crop_parallelisms(doc: Doc) -> List[Doc]:
+    """One doc per in-paragraph parallelism of ``doc``: the sentences from
+    its first branch's to its last branch's, alone, with every parallelism
+    that lies wholly inside them. A crop declares that it annotates
+    parallelism only (``user_data["rhetoric_annotated"]``), so no other
+    component learns from it. A doc without sentence boundaries, or a
+    parallelism whose sentences are the whole doc, gives no crop."""
+    from .spangroups import IN_PARAGRAPH, parallelism_offsets, set_parallelisms
+
+    groups = parallelism_offsets(doc, kind=IN_PARAGRAPH)
+    if not groups or not doc.has_annotation("SENT_START"):
+        return []
+    crops, seen = [], set()
+    for group in groups:
+        start, end = doc[group[0][0]].sent.start, doc[group[-1][1] - 1].sent.end
+        if (start, end) in seen or (start, end) == (0, len(doc)):
+            continue
+        seen.add((start, end))
+        words = doc[start:end]
+        crop = Doc(doc.vocab, words=[t.text for t in words], spaces=[bool(t.whitespace_) for t in words],
+                   sent_starts=[bool(t.is_sent_start) or i == 0 for i, t in enumerate(words)])
+        inside = [[(s - start, e - start) for s, e in g] for g in groups if g[0][0] >= start and g[-1][1] <= end]
+        set_parallelisms(crop, inside)
+        crop.user_data.update({k: v for k, v in doc.user_data.items() if k in ("essay_id", "para_id", "corpus")})
+        crop.user_data["rhetoric_annotated"] = {"coarse": ("parallelism",), "form": (), "content": (), "components": ()}
+        crops.append(crop)
+    return crops
+
+
 @registry.readers("spacy_rhetoric.Corpora.v1")
 def create_corpora_reader(
     paths: Union[Dict[str, str], List[str]],
@@ -61,6 +90,7 @@ def create_corpora_reader(
     limit: int = 0,
     skip_seen: Sequence[str] = (),
     exclude: Union[str, Sequence[str], None] = (),
+    parallelism_crops: bool = False,
 ) -> Callable[[Language], Iterator[Example]]:
     """Reader yielding gold-word Examples of every DocBin in ``paths``
     (files, or folders read recursively), corpus after corpus.
@@ -79,6 +109,11 @@ def create_corpora_reader(
     exclude: a DocBin path or a list of them whose docs (identified by
         ``skip_seen``) are never read, e.g. the held-out dev essays of a
         corpus listed in ``paths``.
+    parallelism_crops: after each doc with in-paragraph parallelisms, also
+        yield :func:`crop_parallelisms` of it (each parallelism's sentences
+        alone, annotating parallelism only), so the linker learns to find
+        branches without the paragraph around them, as in a sentence a user
+        or the generator gives alone.
     Raises ValueError for an empty ``paths`` or a path without DocBins.
     """
     if not paths:
@@ -111,6 +146,8 @@ def create_corpora_reader(
                             continue
                         read_here.add(key)
                     examples.append(gold_word_example(nlp, doc, gold_sents))
+                    if parallelism_crops:
+                        examples.extend(gold_word_example(nlp, crop, gold_sents) for crop in crop_parallelisms(doc))
                     n += 1
             seen |= read_here
         if shuffle:

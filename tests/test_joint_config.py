@@ -116,3 +116,37 @@ def test_linker_is_not_taught_by_corpora_without_parallelism(corpus_docs, small_
     assert losses["parallelism_linker"] == 0.0
     numpy.testing.assert_array_equal(head.get_param("W"), before_linker)
     assert nlp.get_pipe("rhetoric_textcat").model.to_bytes() != before_textcat
+
+
+def test_parallelism_crops_give_each_parallelism_its_sentences_alone(corpus_docs, tmp_path):
+    """The reader's parallelism_crops on real PSE-I paragraphs: each crop is
+    the sentences of one parallelism with its branches' words unchanged, it
+    annotates parallelism only, and a paragraph without one gives none."""
+    from spacy.tokens import DocBin
+
+    from spacy_rhetoric.readers import create_corpora_reader, crop_parallelisms
+    from spacy_rhetoric.spangroups import parallelism_offsets
+
+    paragraphs = corpus_docs["pse-i"]
+    with_groups = [d for d in paragraphs if parallelism_offsets(d)]
+    assert with_groups and len(with_groups) < len(paragraphs)
+    for doc in paragraphs:
+        crops = crop_parallelisms(doc)
+        if not parallelism_offsets(doc):
+            assert crops == []
+        for crop in crops:
+            assert crop.user_data["rhetoric_annotated"]["coarse"] == ("parallelism",)
+            assert not crop.user_data["rhetoric_annotated"]["components"]
+            groups = parallelism_offsets(crop)
+            assert groups and crop.text in doc.text
+            offset = doc.text.index(crop.text)
+            for group in groups:
+                assert all(crop[s:e].text == doc.char_span(crop[s:e].start_char + offset,
+                                                           crop[s:e].end_char + offset).text for s, e in group)
+    path = tmp_path / "pse.spacy"
+    DocBin(docs=paragraphs, store_user_data=True).to_disk(path)
+    nlp = spacy.blank("zh")
+    plain = list(create_corpora_reader([str(path)])(nlp))
+    cropped = list(create_corpora_reader([str(path)], parallelism_crops=True)(nlp))
+    n_crops = sum(len(crop_parallelisms(d)) for d in paragraphs)
+    assert n_crops and len(cropped) == len(plain) + n_crops
