@@ -141,6 +141,13 @@ def test_a_looping_or_copied_candidate_is_not_verified():
     looped = "因为有“因为有”的道理，因为有“因为有”的道理，因为有“因为有”的道理……"
     assert repeated_clause([], looped) == "repeats the clause 因为有因为有的道理"
     assert repeated_clause(["他说：“我爱春天的花”。"], "我爱春天的花，我爱夏天的雨。") == "copies the clause 我爱春天的花 from the context"
+    # a marker that is a clause of its own, with something new after it each
+    # time, is a parallelism (a dev essay's sentence), not a loop
+    marker = "也许很多时候，我们都忘了欣赏自己；也许很多时候，我们都太爱想象；也许很多时候，我们都会不知所措。"
+    assert repeated_clause([], marker) == ""
+    # two clauses in a row said twice are a loop even when neither follows itself
+    twice = "你以为，无语就是你最爱的自由。你以为，无语就是你最爱的自由。你以为，无语是朋友。"
+    assert repeated_clause([], twice) == "repeats the clauses 你以为，无语就是你最爱的自由"
 
 
 def test_weights_are_checked_and_combined():
