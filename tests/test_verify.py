@@ -370,8 +370,13 @@ def test_reverify_judges_the_same_draws_again(nlp):
 
     drawn = ["我回到家，打开了灯。", "月光像一层薄纱，轻轻地铺在小路上。", "月光像一层薄纱，轻轻地铺在小路上。", ""]
     rows = [{"id": 7, "rhetoric": "metaphor", "object": "月光", "context": ["放学了，我一个人走在回家的路上。"],
-             "human": "h", "meta": {}, "drawn": drawn}]
-    (out,) = reverify_rows(rows, pipeline_analyser(nlp), [1, 2, 4], progress=False)
+             "human": "h", "meta": {}, "drawn": drawn},
+            {"id": 8, "rhetoric": "metaphor", "object": "月光", "context": ["放学了，我一个人走在回家的路上。"],
+             "human": drawn[1], "meta": {}, "drawn": drawn[:1]}]
+    out, other = reverify_rows(rows, pipeline_analyser(nlp), [1, 2, 4], progress=False)
+    # the human sentence is judged like a draw: the verifier's recall on real text
+    assert out["human_verified"] is False and other["human_verified"] is True
+    assert summarize([out, other], [1])["metaphor"]["human_verified"] == 0.5
     assert out["id"] == 7 and out["drawn"] == drawn
     assert out["success"] == {"1": False, "2": True, "4": True}
     assert out["returned"] == drawn[1] and out["returned_verified"] is True

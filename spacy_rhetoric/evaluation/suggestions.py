@@ -99,7 +99,9 @@ def reverify_rows(rows: Sequence[Dict[str, Any]], analyse: Any, ns: Sequence[int
     ``id``, request fields and ``drawn``; ``success`` at each N is whether
     some of the first N drawn answers is verified now; ``returned`` is the
     verified answer with the highest analyser score (else the first drawn
-    answer) and ``candidates`` the verdicts of the distinct answers. The
+    answer), ``candidates`` the verdicts of the distinct answers and
+    ``human_verified`` whether the human sentence itself passes (the
+    verifier's recall on real text: a ceiling of the success rate). The
     generator is not run, so the two verifiers see identical candidates."""
     from tqdm import tqdm
 
@@ -107,7 +109,8 @@ def reverify_rows(rows: Sequence[Dict[str, Any]], analyse: Any, ns: Sequence[int
 
     for row in tqdm(rows, disable=not progress, unit="request"):
         texts = list(dict.fromkeys(t for t in row["drawn"] if t))
-        verdicts = dict(zip(texts, verify(analyse, row["context"], row["rhetoric"], row["object"], texts)))
+        judged = verify(analyse, row["context"], row["rhetoric"], row["object"], texts + [row["human"]])
+        verdicts, human = dict(zip(texts, judged)), judged[-1]
         verified = sorted((t for t in texts if verdicts[t].verified), key=lambda t: -verdicts[t].analyser_score)
         returned = verified[0] if verified else (texts[0] if texts else None)
         yield {
@@ -115,6 +118,7 @@ def reverify_rows(rows: Sequence[Dict[str, Any]], analyse: Any, ns: Sequence[int
             "success": {str(k): any(t in verified for t in row["drawn"][:k]) for k in ns},
             "returned": returned, "returned_verified": bool(verified),
             "candidates": [{"text": t, **verdicts[t].to_dict()} for t in texts],
+            "human_verified": human.verified,
         }
 
 
@@ -148,7 +152,8 @@ def percentiles(values: Sequence[float]) -> Dict[str, float]:
 
 def summarize(rows: Sequence[Dict[str, Any]], ns: Sequence[int], kenlm: Any = None) -> Dict[str, Any]:
     """Per device and over all: requests, success at each N, the share of
-    requests whose first returned candidate is verified, and with ``kenlm``
+    requests whose first returned candidate is verified, the share whose
+    human sentence is verified (rows of :func:`reverify_rows`), and with ``kenlm``
     the per-character perplexity of the first returned candidates and of the
     human sentences (over the same requests)."""
     out: Dict[str, Any] = {}
@@ -160,6 +165,8 @@ def summarize(rows: Sequence[Dict[str, Any]], ns: Sequence[int], kenlm: Any = No
         for k in ns:
             entry[f"success@{k}"] = round(sum(r["success"][str(k)] for r in group) / len(group), 4)
         entry["first_returned_verified"] = round(sum(r["returned_verified"] for r in group) / len(group), 4)
+        if all("human_verified" in r for r in group):
+            entry["human_verified"] = round(sum(r["human_verified"] for r in group) / len(group), 4)
         if kenlm is not None:
             pairs = [(r["returned"], r["human"]) for r in group if r["returned"]]
             entry["char_ppl_returned"] = _char_ppl(kenlm, [a for a, _ in pairs])
