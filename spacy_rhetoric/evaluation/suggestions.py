@@ -101,7 +101,7 @@ def reverify_rows(rows: Sequence[Dict[str, Any]], analyse: Any, ns: Sequence[int
     verified answer with the highest analyser score (else the first drawn
     answer), ``candidates`` the verdicts of the distinct answers and
     ``human_verified`` whether the human sentence itself passes (the
-    verifier's recall on real text: a ceiling of the success rate). The
+    verifier's recall on real writing). The
     generator is not run, so the two verifiers see identical candidates."""
     from tqdm import tqdm
 
