@@ -115,6 +115,35 @@ def test_identical_branches_are_repetition_not_parallelism():
     assert verify_record(record(text, [span(cand, text, coarse={"parallelism": 0.9})], parallelisms=[quoted]),
                          start, "parallelism", "有").verified is False
 
+def test_a_parallelism_may_repeat_its_marker_clause():
+    """A marker that is a clause of its own (a dev essay's human sentence)
+    begins every linked branch and may repeat; the same clause repeated in
+    a metaphor, or in a parallelism whose branches do not all begin with it,
+    is a loop."""
+    cand = "也许很多时候，我们都忘了欣赏自己；也许很多时候，我们都太爱想象；也许很多时候，我们都会不知所措。"
+    pieces = [p + "；" if i < 2 else p for i, p in enumerate(cand.rstrip("。").split("；"))]
+
+    def linker(texts):  # an analyser that links the three branches of the candidate
+        out = []
+        for text in texts:
+            start = text.index(cand)
+            branches = [{"text": p.rstrip("；"), "start": start + cand.index(p), "end": start + cand.index(p) + len(p.rstrip("；"))}
+                        for p in pieces]
+            sent = {"start": start, "end": len(text), "text": cand, "coarse": {"parallelism": 0.9}}
+            out.append(record(text, [sent], parallelisms=[branches]))
+        return out
+
+    (verdict,) = verify(linker, ["我们常常忙碌。"], "parallelism", "也许", [cand])
+    assert verdict.verified is True and verdict.reason == ""
+    assert repeated_clause([], cand) == "repeats the clause 也许很多时候"  # without the linker's branches
+
+    def unlinked(texts):
+        return [record(t, [{"start": 0, "end": len(t), "text": t, "coarse": {"metaphor": 0.9}}]) for t in texts]
+
+    (verdict,) = verify(unlinked, [], "metaphor", "也许", [cand])
+    assert verdict.verified is False and "repeats the clause 也许很多时候" in verdict.reason
+
+
 def test_a_looping_or_copied_candidate_is_not_verified():
     def everything(texts):  # an analyser that finds a metaphor on 芥子 in every candidate sentence
         out = []
@@ -141,13 +170,6 @@ def test_a_looping_or_copied_candidate_is_not_verified():
     looped = "因为有“因为有”的道理，因为有“因为有”的道理，因为有“因为有”的道理……"
     assert repeated_clause([], looped) == "repeats the clause 因为有因为有的道理"
     assert repeated_clause(["他说：“我爱春天的花”。"], "我爱春天的花，我爱夏天的雨。") == "copies the clause 我爱春天的花 from the context"
-    # a marker that is a clause of its own, with something new after it each
-    # time, is a parallelism (a dev essay's sentence), not a loop
-    marker = "也许很多时候，我们都忘了欣赏自己；也许很多时候，我们都太爱想象；也许很多时候，我们都会不知所措。"
-    assert repeated_clause([], marker) == ""
-    # two clauses in a row said twice are a loop even when neither follows itself
-    twice = "你以为，无语就是你最爱的自由。你以为，无语就是你最爱的自由。你以为，无语是朋友。"
-    assert repeated_clause([], twice) == "repeats the clauses 你以为，无语就是你最爱的自由"
 
 
 def test_weights_are_checked_and_combined():

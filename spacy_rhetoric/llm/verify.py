@@ -18,15 +18,14 @@ text ``context + candidate`` (only what lies in the candidate counts):
   not parallelism (``annotations/GUIDELINES.md`` §4.5);
 - and, for every device, the candidate is not degenerate
   (:func:`repeated_clause`): no clause of ``min_clause_chars`` (default 5)
-  or more characters follows itself, no two clauses in a row, one of them
-  that long, occur twice in that order, and no such clause is copied from
-  the context. A clause is a run of word characters, or the text between
-  two marks of clause or sentence punctuation with quotation marks and
-  brackets left out (因为有“因为有”的道理 is one clause, not three short
-  runs). A small LM's sampling loops (是人类生命的根基，是人类生命的根基)
-  and copies of the context otherwise pass the analyser. A clause that
-  comes back with something new after it each time is a parallelism's
-  marker, not a loop (也许很多时候，我们……；也许很多时候，我们……).
+  or more characters occurs twice in it or is copied from the context. A
+  clause is a run of word characters, or the text between two marks of
+  clause or sentence punctuation with quotation marks and brackets left out
+  (因为有“因为有”的道理 is one clause, not three short runs). A small LM's
+  sampling loops (是人类生命的根基，是人类生命的根基) and copies of the
+  context otherwise pass the analyser. For parallelism the marker is meant
+  to come back: a clause that begins every linked branch (也许很多时候，
+  我们……；也许很多时候，……) may repeat.
 
 The *analyser score* in [0, 1] ranks verified candidates by the pipeline's
 confidence: the highest textcat score of d among the candidate's sentences,
@@ -163,7 +162,7 @@ def verify(analyse: Analyse, context: Sequence[str], rhetoric: str, obj: str, ca
     verdicts = [verify_record(rec, start, rhetoric, obj, min_branches=min_branches) for rec, (_, start) in zip(records, placed)]
     before = _context_clauses(context)  # once per request, not per candidate
     for verdict, cand in zip(verdicts, candidates):
-        repeated = _repeated(before, cand, min_clause_chars)
+        repeated = _repeated(before, cand, min_clause_chars, _marker_clauses(verdict, cand))
         if repeated:
             verdict.verified, verdict.analyser_score = False, 0.0
             verdict.reason = "; ".join(filter(None, [verdict.reason, repeated]))
@@ -171,13 +170,11 @@ def verify(analyse: Analyse, context: Sequence[str], rhetoric: str, obj: str, ca
 
 
 def repeated_clause(context: Sequence[str], candidate: str, min_chars: int = 5) -> str:
-    """Why ``candidate`` is degenerate, or "": among its clauses (module
-    docstring; runs of word characters and punctuation-delimited clauses,
-    each read in order), one of at least ``min_chars`` characters that
-    follows itself, two in a row, one of them that long, that occur twice
-    in that order, or one that is a clause of the context (a copy, not a
-    suggestion). Parallel branches share their marker, not what follows
-    it, so they pass, even when the marker is a clause of its own."""
+    """Why ``candidate`` is degenerate, or "": a clause (a maximal run of
+    word characters, :func:`spacy_rhetoric.evaluation.ngram_lm.clauses`) of
+    at least ``min_chars`` characters that occurs twice in the candidate, or
+    that is a clause of the context (a copy, not a suggestion). Parallel
+    branches share their marker, not whole clauses, so they pass."""
     return _repeated(_context_clauses(context), candidate, min_chars)
 
 
@@ -186,34 +183,41 @@ def _bare(text: str) -> str:
     return _QUOTES.sub("", text)
 
 
-def _clause_readings(text: str) -> List[List[str]]:
-    """The two readings of ``text`` compared for repetition, each a list of
-    clauses in text order: the runs of word characters, and the
-    punctuation-delimited clauses without quotes and brackets (module
-    docstring)."""
+def _clauses(text: str) -> List[str]:
+    """The units compared for repetition: the runs of word characters, then
+    the punctuation-delimited clauses without quotes and brackets (module
+    docstring) that are not also a run (a clause without quotes would
+    otherwise be counted twice)."""
     from ..evaluation.ngram_lm import clauses
 
-    return [clauses(text), [c for c in map(_bare, _CLAUSE_END.split(text)) if c]]
+    runs = clauses(text)
+    marked = [c for c in map(_bare, _CLAUSE_END.split(text)) if c]
+    return runs + [c for c in marked if c not in runs]
 
 
 def _context_clauses(context: Sequence[str]) -> set:
-    return {c for sent in context for reading in _clause_readings(sent) for c in reading}
+    return {c for sent in context for c in _clauses(sent)}
 
 
-def _repeated(before: set, candidate: str, min_chars: int) -> str:
-    for reading in _clause_readings(candidate):
-        pairs = set()
-        for i, clause in enumerate(reading):
-            long = len(clause) >= min_chars
-            if long and clause in before:
-                return f"copies the clause {clause} from the context"
-            if long and i and reading[i - 1] == clause:
-                return f"repeats the clause {clause}"
-            pair = tuple(reading[i - 1:i + 1])
-            if i and max(map(len, pair)) >= min_chars:
-                if pair in pairs:
-                    return f"repeats the clauses {'，'.join(pair)}"
-                pairs.add(pair)
+def _marker_clauses(verdict: Verdict, candidate: str) -> set:
+    """The clauses of ``candidate`` that begin every branch the verdict's
+    parallelism links (at least 2): its marker, said once per branch."""
+    branches = [_bare(e["text"]) for e in verdict.evidence if e["label"] == "branch"]
+    if len(branches) < 2:
+        return set()
+    return {c for c in _clauses(candidate) if all(b.startswith(c) for b in branches)}
+
+
+def _repeated(before: set, candidate: str, min_chars: int, exempt: frozenset = frozenset()) -> str:
+    seen = set()
+    for clause in _clauses(candidate):
+        if len(clause) < min_chars or clause in exempt:
+            continue
+        if clause in seen:
+            return f"repeats the clause {clause}"
+        if clause in before:
+            return f"copies the clause {clause} from the context"
+        seen.add(clause)
     return ""
 
 
