@@ -858,8 +858,9 @@ def tune_linker_bias_raw(
     as raw text, and set it in the component's ``cfg``.
 
     The components before the linker run once; the linker decodes once per
-    grid value. The score is the mean of EPM F1 and MBAWO F1 (the linker's
-    own score weights, Bothwell et al. 2023 §5); the smallest bias within
+    grid value. The score is the mean of EPM F1 and MBAWO F1 (Bothwell et
+    al. 2023 §5, weighted as in the linker's default score weights); the
+    smallest bias within
     ``tolerance`` of the best wins, so the trained decoding (0) stays unless
     dev shows a gain. Run it before the classifier's thresholds: the
     classifier's parallelism rule reads the linker's branches. Returns

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..evaluation.rhetoric_success import object_matches
 from ..render import devices_of
@@ -199,16 +199,16 @@ def _context_clauses(context: Sequence[str]) -> set:
     return {c for sent in context for c in _clauses(sent)}
 
 
-def _marker_clauses(verdict: Verdict, candidate: str) -> set:
+def _marker_clauses(verdict: Verdict, candidate: str) -> FrozenSet[str]:
     """The clauses of ``candidate`` that begin every branch the verdict's
     parallelism links (at least 2): its marker, said once per branch."""
     branches = [_bare(e["text"]) for e in verdict.evidence if e["label"] == "branch"]
     if len(branches) < 2:
-        return set()
-    return {c for c in _clauses(candidate) if all(b.startswith(c) for b in branches)}
+        return frozenset()
+    return frozenset(c for c in _clauses(candidate) if all(b.startswith(c) for b in branches))
 
 
-def _repeated(before: set, candidate: str, min_chars: int, exempt: frozenset = frozenset()) -> str:
+def _repeated(before: set, candidate: str, min_chars: int, exempt: FrozenSet[str] = frozenset()) -> str:
     seen = set()
     for clause in _clauses(candidate):
         if len(clause) < min_chars or clause in exempt:
