@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -106,11 +107,23 @@ def test_n_process_after_use_in_parent(pipeline: Path, pse_dir: Path):
     script = FORK_SCRIPT.format(tests=str(ROOT / "tests"), pipeline=str(pipeline), pse_dir=str(pse_dir))
     # as a user's shell has it: no TOKENIZERS_PARALLELISM
     env = {**{k: v for k, v in os.environ.items() if k != "TOKENIZERS_PARALLELISM"}, "PYTHONUNBUFFERED": "1"}
-    try:
-        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                              timeout=HANG_LIMIT_S, env=env, cwd=str(ROOT))
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"nlp.pipe(n_process=2) after nlp(text) did not finish in {HANG_LIMIT_S} s (hang)")
+    # -X faulthandler: on a hang, SIGABRT to the process group makes the
+    # parent and each forked worker print where its threads are
+    with subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", script], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT), start_new_session=True) as run:
+        try:
+            stdout, stderr = run.communicate(timeout=HANG_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGABRT)
+            try:
+                _, stderr = run.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.pid, signal.SIGKILL)
+                _, stderr = run.communicate()
+            dumps = "\n".join(line for line in stderr.splitlines() if not line.startswith("Extension modules:"))
+            pytest.fail(f"nlp.pipe(n_process=2) after nlp(text) did not finish in {HANG_LIMIT_S} s (hang); "
+                        f"tracebacks of the stuck processes:\n{dumps[-8000:]}")
+    proc = subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # the fast tokenizers' fork warning (four lines per worker) is not printed
     assert "huggingface/tokenizers" not in proc.stderr
