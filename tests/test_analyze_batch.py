@@ -366,3 +366,49 @@ def test_ray_engine_without_ray_fails_before_writing(model, essays, tmp_path, mo
     assert any(line.startswith("error: the ray engine needs Ray: pip install 'spacy-rhetoric[ray]'")
                for line in lines(result))
     assert not out.exists()
+
+
+def test_a_killed_worker_ends_the_run_with_an_error_not_a_hang(pse_dir: Path, tmp_path: Path):
+    """`analyze --n-process 2` on 200 real essays, one worker killed as the
+    OOM killer would (SIGKILL): spaCy's parent would wait for it forever;
+    the run ends within a minute with one [R019] line and exit code 1, the
+    records written before are valid, and --resume finishes the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    ROOT = Path(__file__).resolve().parents[1]
+    folder = tmp_path / "essays"
+    folder.mkdir()
+    for name in sorted(p.name for p in (pse_dir / "xml").glob("*.xml"))[:200]:
+        (folder / name).write_bytes((pse_dir / "xml" / name).read_bytes())
+    out = tmp_path / "out.jsonl"
+    cmd = [sys.executable, "-m", "spacy_rhetoric", "analyze", str(folder), "-o", str(out),
+           "--model", str(ROOT / "pipelines" / "zh_rhetoric"), "--n-process", "2"]
+    run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT),
+                           start_new_session=True)
+    try:
+        parent = psutil.Process(run.pid)
+        deadline = time.monotonic() + 120
+        while len(parent.children()) < 2 and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(parent.children()) >= 2, "the workers did not start"
+        time.sleep(1.0)  # the workers are analysing
+        os.kill(parent.children()[0].pid, signal.SIGKILL)
+        _, stderr = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+        pytest.fail("analyze --n-process 2 hung after a worker was killed")
+    assert run.returncode == 1
+    assert "[R019]" in stderr and "signal SIGKILL" in stderr and "Traceback" not in stderr
+    kept = read_jsonl(out)
+    assert len(kept) < 200 and all(r["schema"] == SCHEMA for r in kept)
+    resumed = subprocess.run(cmd[:-2] + ["--resume"], capture_output=True, text=True, cwd=str(ROOT), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    records = read_jsonl(out)
+    assert len(records) == 200 and len({r["id"] for r in records}) == 200
