@@ -71,9 +71,7 @@ def crop_parallelisms(doc: Doc) -> List[Doc]:
         if (start, end) in seen or (start, end) == (0, len(doc)):
             continue
         seen.add((start, end))
-        words = doc[start:end]
-        crop = Doc(doc.vocab, words=[t.text for t in words], spaces=[bool(t.whitespace_) for t in words],
-                   sent_starts=[bool(t.is_sent_start) or i == 0 for i, t in enumerate(words)])
+        crop = doc[start:end].as_doc()  # words, spaces and sentence starts; no span groups, no user data
         inside = [[(s - start, e - start) for s, e in g] for g in groups if g[0][0] >= start and g[-1][1] <= end]
         set_parallelisms(crop, inside)
         crop.user_data.update({k: v for k, v in doc.user_data.items() if k in ("essay_id", "para_id", "corpus")})

@@ -883,7 +883,8 @@ def tune_linker_bias_raw(
         curve = {}
         for bias in grid:
             linker.cfg["o_bias"] = float(bias)
-            docs = apply_component(linker, [d.copy() for d in before], batch_size)
+            # the linker replaces its own span groups: the same docs serve every grid value
+            docs = apply_component(linker, before, batch_size)
             scores = score_parallelism(gold, [doc_to_record(d, g.id) for d, g in zip(docs, gold)])
             curve[float(bias)] = (scores["epm"]["f"] + scores["mbawo"]["f"]) / 2
     top = max(curve.values())
