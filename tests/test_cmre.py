@@ -13,7 +13,7 @@ import pytest
 import spacy
 
 from spacy_rhetoric.annotation import ANNOTATED_KEY, annotated_components, annotated_labels
-from spacy_rhetoric.corpora.cmre import SPLIT_FILES, convert_cmre, mapping_of, read_cmre, tenor_vehicle_spans
+from spacy_rhetoric.corpora.cmre import SPLIT_FILES, convert_cmre, mapping_of, read_cmre, tenor_vehicle_spans, text_sha1
 from spacy_rhetoric.corpora.docbin import read_docbin
 from spacy_rhetoric.errors import CorpusFormatError
 
@@ -111,3 +111,96 @@ def test_raw_path_gold_of_the_dev_split(shared_data):
     positives = [g for g in gold if g.units[0].labels["coarse"] == {"metaphor"}]
     assert len(positives) == 220 and all(g.components for g in positives)
     assert all(g.component_labels == {"tenor", "vehicle"} for g in gold)
+
+
+ANNOTATIONS = Path(__file__).resolve().parents[1] / "annotations" / "cmre-relation-only"
+
+
+def _relation_only(cmre_head: Path, split: str = "train"):
+    return [s for s in read_cmre(cmre_head / SPLIT_FILES[split]) if mapping_of(s) == "relation_only"]
+
+
+def test_annotated_relation_only_sentences_become_docs(cmre_head, tmp_path):
+    """With our reading of the relation-only sentences (the real annotation
+    file), each becomes a doc that annotates metaphor and personification
+    and the personification components, and nothing else."""
+    nlp = spacy.blank("zh")
+    head_lines = {s.line for s in _relation_only(cmre_head)}
+    records = {rec["line"]: rec for rec in map(json.loads, (ANNOTATIONS / "train.jsonl").read_text(encoding="utf8").splitlines())
+               if rec["line"] in head_lines}
+    ann = tmp_path / "ann"
+    ann.mkdir()
+    (ann / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records.values()), encoding="utf8")
+    stats = convert_cmre(cmre_head, tmp_path, nlp, ann)
+    assert stats["train"]["relation_only/annotated"] == len(head_lines) > 0
+    assert "relation_only/annotated" not in stats["dev"]  # no dev file there: left out as before
+    relation_docs = [d for d in read_docbin(tmp_path / "train.spacy", nlp.vocab) if d.user_data["line"] in head_lines]
+    assert len(relation_docs) == len(head_lines)
+    assert any("personification" in rec["coarse"] for rec in records.values())
+    for doc in relation_docs:
+        rec = records[doc.user_data["line"]]
+        assert sorted(s.label_ for s in doc.spans["rhetoric"]) == sorted(rec["coarse"])
+        assert {s.label_ for s in doc.spans["rhetoric_components"]} == {c["label"] for c in rec["components"]}
+        assert annotated_labels(doc) == {"coarse/metaphor", "coarse/personification"}
+        known = annotated_components(doc)
+        assert {"personification_object", "personification_content"} <= known
+        assert ("tenor" in known) == ("metaphor" not in rec["coarse"])
+        assert "hyperbole_object" not in known
+
+
+def test_the_annotation_covers_every_relation_only_sentence(cmre_dir):
+    for split in SPLIT_FILES:
+        lines = {s.line for s in read_cmre(cmre_dir / SPLIT_FILES[split]) if mapping_of(s) == "relation_only"}
+        annotated = [json.loads(line)["line"] for line in (ANNOTATIONS / f"{split}.jsonl").read_text(encoding="utf8").splitlines()]
+        assert sorted(annotated) == sorted(lines)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"line": 3}, "not a relation-only sentence"),
+    ({"text_sha1": text_sha1("别的句子")}, "is not that of CMRE line"),
+    ({"coarse": ["hyperbole"]}, "'coarse' must be"),
+    ({"coarse": [], "components": [{"label": "personification_content", "start": 0, "end": 1}]}, "not a personification"),
+    ({"coarse": ["personification"], "components": [{"label": "personification_content", "start": 0, "end": 1, "text": "不"}]},
+     "is not text[0:1]"),
+    ({"coarse": ["personification"], "components": [{"label": "tenor", "start": 0, "end": 1}]}, "only personification_object"),
+    ({"same_line": True}, "annotated twice"),
+])
+def test_malformed_annotation_names_file_and_line(cmre_head, tmp_path, change, message):
+    first, second = _relation_only(cmre_head)[:2]
+    good = {"split": "train", "line": first.line, "text_sha1": text_sha1(first.text), "coarse": [], "components": []}
+    target = first if change.pop("same_line", False) else second
+    bad = {"split": "train", "line": target.line, "text_sha1": text_sha1(target.text), "coarse": [], "components": [], **change}
+    for comp in bad["components"]:
+        comp.setdefault("text", target.text[comp["start"]:comp["end"]])
+    ann = tmp_path / "ann"
+    ann.mkdir()
+    (ann / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (good, bad)), encoding="utf8")
+    with pytest.raises(CorpusFormatError) as err:
+        convert_cmre(cmre_head, tmp_path / "out", spacy.blank("zh"), ann)
+    assert "train.jsonl, line 2" in str(err.value) and message in str(err.value)
+
+
+def test_agreement_of_sentences_without_essays(tmp_path):
+    """annotation-agreement keys CMRE records by split and line."""
+    from spacy_rhetoric.evaluation.annotation_agreement import annotation_agreement
+
+    first = [{"split": "train", "line": 5, "text_sha1": text_sha1("河水在唱歌"), "coarse": ["personification"], "components": []},
+             {"split": "dev", "line": 5, "text_sha1": text_sha1("别的句子"), "coarse": [], "components": []}]
+    second = [{"split": "train", "line": 5, "text_sha1": text_sha1("河水在唱歌"), "coarse": ["personification"], "components": []},
+              {"split": "dev", "line": 5, "text_sha1": text_sha1("别的句子"), "coarse": ["metaphor"], "components": []}]
+    for name, rows in (("a.jsonl", first), ("b.jsonl", second)):
+        (tmp_path / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf8")
+    result = annotation_agreement(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    assert result["sentences"] == 2
+    assert result["coarse"]["labels"]["personification"]["kappa"] == 1.0
+    assert result["coarse"]["labels"]["metaphor"] == {"kappa": 0.0, "first": 0, "second": 1, "both": 0}
+
+
+def test_raw_path_gold_of_the_relation_only_dev_sentences(shared_data):
+    from spacy_rhetoric.evaluation.raw_path import read_gold
+
+    gold = read_gold("cmre-relation-only", shared_data, ANNOTATIONS.parent / "pse-i-cerd")
+    assert len(gold) == 205
+    assert all(doc.scored == {"coarse": frozenset({"metaphor", "personification"})} for doc in gold)
+    personified = [doc for doc in gold if "personification" in doc.units[0].labels["coarse"]]
+    assert personified and all(label.startswith("personification_") for doc in personified for label, _, _ in doc.components)

@@ -82,7 +82,8 @@ def annotation_agreement_cmd(
     rows = [(f"coarse/{label}", v["kappa"], v["first"], v["second"], v["both"]) for label, v in result["coarse"]["labels"].items()]
     rows += [(f"{level} (pooled)", result[level]["pooled_kappa"], "", "", "") for level in ("coarse", "form", "content")]
     msg.table(rows, header=("decision", "kappa", "first", "second", "both"), divider=True,
-              title=f"{result['sentences']} sentences of {result['essays']} essays; coarse exact match {result['coarse_exact_match']}")
+              title=f"{result['sentences']} sentences" + (f" of {result['essays']} essays" if result["essays"] else "")
+              + f"; coarse exact match {result['coarse_exact_match']}")
     comp = result["components"]
     msg.info(f"components: {comp['exact_matches']} exact matches of {comp['first']} (first) / {comp['second']} (second): P {comp['p']} R {comp['r']} F1 {comp['f']}")
     if output is not None:
@@ -155,11 +156,13 @@ def convert_cmre_cmd(
     cmre_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.jsonlines and dev.jsonlines"),
     output_dir: Path = typer.Argument(..., help="Writes train.spacy and dev.spacy here"),
     pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
+    annotations: Optional[Path] = typer.Option(None, "--annotations", exists=True, file_okay=False, help="Our annotation of the relation-only sentences (annotations/cmre-relation-only): metaphor / personification and its object and content"),
 ) -> None:
     """CMRE (metaphorical relations) -> one Doc per sentence with partial CERD
     labels: 本体–喻体 sentences are metaphors with tenor and vehicle, label 0
     is neither metaphor nor personification, relation-only (verb / attribute /
-    part) sentences are left out (spacy_rhetoric/corpora/cmre.py)."""
+    part) sentences are left out unless --annotations gives our reading of
+    them (spacy_rhetoric/corpora/cmre.py)."""
     from wasabi import msg
 
     from ..corpora.cmc import default_pkuseg_model
@@ -168,7 +171,7 @@ def convert_cmre_cmd(
     from ..tokenizer import make_nlp
 
     try:
-        stats = convert_cmre(cmre_dir, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()))
+        stats = convert_cmre(cmre_dir, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()), annotations)
     except (CorpusFormatError, FileNotFoundError) as err:
         msg.fail(str(err), exits=1)
     for split, row in stats.items():

@@ -24,8 +24,14 @@ calls personification (太阳笑了: 本体 + 喻体动作). The mapping
 - ``"1"`` with only 喻体动作 / 喻体属性 / 喻体部件 relations -> nothing
   known in CERD's terms: CMRE does not separate CERD personification, CERD
   action metaphor and conventional (literal) verb metaphor, and guessing
-  which by a word list would make labels a script chose. These sentences are
-  left out (counted as ``relation_only``).
+  which by a word list would make labels a script chose. Without our own
+  annotation these sentences are left out (counted as ``relation_only``).
+  With ``annotations/cmre-relation-only`` (team annotators read each one by
+  ``annotations/GUIDELINES.md``; its datasheet says how) each becomes a Doc
+  annotating coarse metaphor and personification and the personification
+  object and content; tenor, vehicle and comparator are known (absent) only
+  when the sentence is not a metaphor. Hyperbole, parallelism, form and
+  content stay unknown.
 - ``"0"`` -> coarse metaphor and personification negative (CMRE's metaphor
   includes both), no tenor, vehicle or comparator; hyperbole and
   parallelism stay unknown.
@@ -39,6 +45,7 @@ on word boundaries is widened to the words that hold it.
 """
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +67,11 @@ UNK = "\u25a1"
 METAPHOR_ANNOTATED = {"coarse": ["metaphor"], "form": [], "content": [], "components": ["tenor", "vehicle"]}
 LITERAL_ANNOTATED = {"coarse": ["metaphor", "personification"], "form": [], "content": [],
                      "components": ["tenor", "vehicle", "comparator"]}
+#: The two devices our relation-only annotation decides, and its components.
+JUDGED = ("metaphor", "personification")
+PERSONIFICATION_COMPONENTS = ("personification_object", "personification_content")
+#: Split name -> file name of the relation-only annotation in ``annotations/cmre-relation-only``.
+ANNOTATION_FILES = {"train": "train.jsonl", "dev": "dev.jsonl"}
 
 
 @dataclass(frozen=True)
@@ -177,30 +189,115 @@ def sentence_to_doc(nlp: Language, sent: CmreSentence, mapping: str) -> Doc:
     return doc
 
 
-def convert_cmre(cmre_dir: Path, output_dir: Path, nlp: Language) -> Dict[str, Dict[str, object]]:
+def text_sha1(text: str) -> str:
+    """The first 12 hex digits of the SHA-1 of ``text`` in UTF-8."""
+    return hashlib.sha1(text.encode("utf8")).hexdigest()[:12]
+
+
+def read_relation_annotations(path: Path, sentences: Dict[int, CmreSentence]) -> Dict[int, dict]:
+    """Our annotation of a split's relation-only sentences, by CMRE line.
+
+    path: ``annotations/cmre-relation-only/{train,dev}.jsonl``, one record per
+        sentence: ``{"line": 7, "text_sha1": "...", "coarse": [...],
+        "components": [{"label", "start", "end", "text"}], "note": "..."}``
+        with ``coarse`` a subset of :data:`JUDGED` (empty: neither) and
+        personification components (offsets in characters of the CMRE
+        sentence, end exclusive) only on a personification. CMRE states no
+        license, so its sentences are not copied: ``text_sha1`` (the first 12
+        hex digits of the SHA-1 of the UTF-8 sentence) ties the record to
+        the CMRE text it was made on.
+    sentences: the split's CMRE sentences by line.
+    Raises CorpusFormatError naming the file and line of a malformed record,
+    a line that is not a relation-only sentence of the split, a text that
+    differs from CMRE's or a sentence annotated twice.
+    """
+    records: Dict[int, dict] = {}
+    for line_no, rec in iter_jsonl_objects(path):
+        def bad(msg: str) -> CorpusFormatError:
+            return CorpusFormatError(path, msg, line=line_no)
+
+        cmre_line = rec.get("line")
+        sent = sentences.get(cmre_line) if isinstance(cmre_line, int) else None
+        if sent is None or mapping_of(sent) != "relation_only":
+            raise bad(f"'line' {cmre_line!r} is not a relation-only sentence of this CMRE split")
+        if rec.get("text_sha1") != text_sha1(sent.text):
+            raise bad(f"'text_sha1' {rec.get('text_sha1')!r} is not that of CMRE line {cmre_line} ({sent.text!r})")
+        if cmre_line in records:
+            raise bad(f"CMRE line {cmre_line} is annotated twice")
+        coarse, comps = rec.get("coarse"), rec.get("components")
+        if not isinstance(coarse, list) or not set(coarse) <= set(JUDGED):
+            raise bad(f"'coarse' must be a list of {', '.join(JUDGED)} (empty: neither), not {coarse!r}")
+        if not isinstance(comps, list):
+            raise bad("'components' must be a list")
+        for comp in comps:
+            if not isinstance(comp, dict) or comp.get("label") not in PERSONIFICATION_COMPONENTS:
+                raise bad(f"component {comp!r}: only {', '.join(PERSONIFICATION_COMPONENTS)} are annotated here")
+            if "personification" not in coarse:
+                raise bad(f"component {comp['label']!r} on a sentence that is not a personification")
+            start, end = comp.get("start"), comp.get("end")
+            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(sent.text)
+                    and sent.text[start:end] == comp.get("text")):
+                raise bad(f"component {comp['label']!r}: text {comp.get('text')!r} is not text[{start!r}:{end!r}]")
+        records[cmre_line] = rec
+    return records
+
+
+def annotated_relation_doc(nlp: Language, sent: CmreSentence, record: dict) -> Doc:
+    """One single-sentence Doc for a relation-only sentence with our
+    annotation (:func:`read_relation_annotations`): the devices found as
+    sentence spans, the personification components, and what is known in
+    ``doc.user_data["rhetoric_annotated"]`` (module docstring)."""
+    doc = mark_single_sentence(nlp.make_doc(sent.text))
+    doc.user_data.update({"corpus": "cmre", "line": sent.line, "cmre_label": sent.label})
+    doc.spans[LEVEL_SPAN_KEYS["coarse"]] = [Span(doc, 0, len(doc), label=label) for label in record["coarse"]]
+    comps = [doc.char_span(c["start"], c["end"], label=c["label"], alignment_mode="expand") for c in record["components"]]
+    doc.spans[COMPONENTS_KEY] = list({(c.label_, c.start, c.end): c for c in comps if c is not None}.values())
+    # a metaphor's tenor and vehicle were not marked, so they stay unknown to the loss
+    known = list(PERSONIFICATION_COMPONENTS) + ([] if "metaphor" in record["coarse"] else ["tenor", "vehicle", "comparator"])
+    doc.user_data[ANNOTATED_KEY] = {"coarse": list(JUDGED), "form": [], "content": [], "components": known}
+    return doc
+
+
+def convert_cmre(cmre_dir: Path, output_dir: Path, nlp: Language,
+                 annotations_dir: Optional[Path] = None) -> Dict[str, Dict[str, object]]:
     """``cmre_dir/{train,dev}.jsonlines`` -> ``output_dir/{train,dev}.spacy``.
 
+    annotations_dir: ``annotations/cmre-relation-only``; its relation-only
+        sentences are then written too (module docstring). A split without
+        a file there keeps them left out.
     Returns per split the count of each mapping, the tenor and vehicle spans
-    written and the lines of inconsistent records. Raises FileNotFoundError
-    for a missing file and CorpusFormatError for a malformed one.
+    written, the relation-only sentences annotated and what was found in
+    them, and the lines of inconsistent records. Raises FileNotFoundError
+    for a missing CMRE file and CorpusFormatError for a malformed one.
     """
     out: Dict[str, Dict[str, object]] = {}
     for split, name in SPLIT_FILES.items():
         path = Path(cmre_dir) / name
         if not path.is_file():
             raise FileNotFoundError(f"CMRE file not found: {path}")
+        sentences = list(read_cmre(path))
+        records: Dict[int, dict] = {}
+        ann_path = Path(annotations_dir) / ANNOTATION_FILES[split] if annotations_dir is not None else None
+        if ann_path is not None and ann_path.is_file():
+            records = read_relation_annotations(ann_path, {s.line: s for s in sentences})
         counts: Counter = Counter()
         inconsistent: List[int] = []
         docs = []
-        for sent in read_cmre(path):
+        for sent in sentences:
             mapping = mapping_of(sent)
             counts[mapping] += 1
             if mapping == "inconsistent":
                 inconsistent.append(sent.line)
             if mapping in ("metaphor", "literal"):
                 doc = sentence_to_doc(nlp, sent, mapping)
-                counts.update(f"component/{s.label_}" for s in doc.spans.get(COMPONENTS_KEY, []))
-                docs.append(doc)
+            elif sent.line in records:
+                doc = annotated_relation_doc(nlp, sent, records[sent.line])
+                counts["relation_only/annotated"] += 1
+                counts.update(f"relation_only/{label}" for label in records[sent.line]["coarse"] or ["neither"])
+            else:
+                continue
+            counts.update(f"component/{s.label_}" for s in doc.spans.get(COMPONENTS_KEY, []))
+            docs.append(doc)
         counts["docs"] = write_docbin(docs, Path(output_dir) / f"{split}.spacy")
         out[split] = {**dict(sorted(counts.items())), "inconsistent_lines": inconsistent}
     return out

@@ -2,6 +2,11 @@
 (``annotations/pse-i-cerd``), reported next to CERD's (§3.3: Cohen's κ about
 0.66).
 
+Records are keyed by ``(essay, para, sent)`` (PSE-I) or, for sentences of a
+corpus without essays (``annotations/cmre-relation-only``), by
+``(split, 0, line)`` (their text checked by ``text_sha1``); a record without ``form``/``content`` decided none of
+their labels.
+
 Each (sentence, label) pair is one binary decision: "does this sentence carry
 the label?". Per coarse label κ is computed over the sentences both passes
 annotated; the form and content levels are reported as the κ of all their
@@ -26,7 +31,8 @@ def _read(path: Union[str, Path]) -> Dict[Key, dict]:
     for line in Path(path).read_text(encoding="utf8").splitlines():
         if line.strip():
             rec = json.loads(line)
-            out[(str(rec["essay"]), int(rec["para"]), int(rec["sent"]))] = rec
+            key = (str(rec["essay"]), int(rec["para"]), int(rec["sent"])) if "essay" in rec else (str(rec["split"]), 0, int(rec["line"]))
+            out[key] = rec
     return out
 
 
@@ -38,8 +44,8 @@ def _kappa(a: List[int], b: List[int]) -> Optional[float]:
 def _level(first: List[dict], second: List[dict], level: str, labels: List[str]) -> Dict[str, object]:
     per_label, pooled_a, pooled_b = {}, [], []
     for label in labels:
-        a = [int(label in r[level]) for r in first]
-        b = [int(label in r[level]) for r in second]
+        a = [int(label in r.get(level, ())) for r in first]
+        b = [int(label in r.get(level, ())) for r in second]
         pooled_a += a
         pooled_b += b
         per_label[label] = {"kappa": _kappa(a, b), "first": sum(a), "second": sum(b), "both": sum(x & y for x, y in zip(a, b))}
@@ -63,7 +69,7 @@ def annotation_agreement(first_path: Union[str, Path, Sequence[Union[str, Path]]
     if not keys:
         raise ValueError(f"{', '.join(map(str, firsts))} and {second_path} share no sentence")
     for key in keys:
-        if a[key]["text"] != b[key]["text"]:
+        if a[key].get("text", a[key].get("text_sha1")) != b[key].get("text", b[key].get("text_sha1")):
             raise ValueError(f"sentence {key} has different texts in the two files")
     first, second = [a[k] for k in keys], [b[k] for k in keys]
     coarse = _level(first, second, "coarse", list(tx.COARSE_LABELS))
@@ -74,7 +80,7 @@ def annotation_agreement(first_path: Union[str, Path, Sequence[Union[str, Path]]
     r = tp / len(comp_a) if comp_a else 0.0
     return {
         "sentences": len(keys),
-        "essays": len({k[0] for k in keys}),
+        "essays": len({k[0] for k, rec in zip(keys, first) if "essay" in rec}),
         "coarse_exact_match": round(sum(set(x["coarse"]) == set(y["coarse"]) for x, y in zip(first, second)) / len(keys), 4),
         "coarse": coarse,
         "form": _level(first, second, "form", list(tx.FORM)),

@@ -74,7 +74,7 @@ from ..spangroups import CROSS_PARAGRAPH, IN_PARAGRAPH
 #: and alone in its paragraph is a title.
 SENTENCE_END = set("。．.？?！!；;…")
 #: The corpora :func:`read_gold` knows.
-CORPORA = ("pse-i-cerd", "pse-i", "simile", "cmc", "pse-original", "cmre")
+CORPORA = ("pse-i-cerd", "pse-i", "simile", "cmc", "pse-original", "cmre", "cmre-relation-only")
 #: The one label CMC annotates (metaphor or personification).
 FIGURATIVE = "figurative"
 
@@ -321,13 +321,36 @@ def read_cmre_gold(cmre_dir: Path) -> List[GoldDoc]:
     return out
 
 
+def read_cmre_relation_gold(cmre_dir: Path, annotation: Path) -> List[GoldDoc]:
+    """CMRE dev's relation-only sentences as our annotators read them
+    (``annotations/cmre-relation-only/dev.jsonl``): metaphor and
+    personification, and the personification object and content. Held out
+    like the rest of CMRE dev: a check of personification on text of other
+    genres (news, web text). Raises CorpusFormatError for a malformed
+    record (file and line)."""
+    from ..corpora.cmre import JUDGED, PERSONIFICATION_COMPONENTS, SPLIT_FILES, read_cmre, read_relation_annotations
+
+    path = Path(cmre_dir) / SPLIT_FILES["dev"]
+    sentences = {s.line: s for s in read_cmre(path)}
+    records = read_relation_annotations(Path(annotation), sentences)
+    out = []
+    for line, rec in sorted(records.items()):
+        text = sentences[line].text
+        labels = {"coarse": set(rec["coarse"]) or {LITERAL}}
+        comps = [(c["label"], c["start"], c["end"]) for c in rec["components"]]
+        out.append(GoldDoc(f"{path.name}:{line}", text, [GoldUnit(0, len(text), labels)],
+                           {"coarse": frozenset(JUDGED)}, comps, frozenset(PERSONIFICATION_COMPONENTS)))
+    return out
+
+
 def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test") -> List[GoldDoc]:
     """Gold of one of :data:`CORPORA` from ``shared`` (``../shared/data``) and
     ``annotations`` (``annotations/pse-i-cerd``). Splits: ``test``; ``dev``
     (PSE-I CERD: the dev split of :func:`~spacy_rhetoric.corpora.pse_i_cerd.
     split_essays`; PSE-I: validation; simile: Dev; CMC: dev); ``optimization``
-    (PSE-I). CMRE: its dev split whatever ``split`` says (it has no test).
-    Raises ValueError for an unknown corpus."""
+    (PSE-I). CMRE and CMRE relation-only (read from ``annotations``'s
+    sibling ``cmre-relation-only``): CMRE's dev split whatever ``split``
+    says (it has no test). Raises ValueError for an unknown corpus."""
     shared = Path(shared)
     if corpus == "pse-i-cerd":
         from ..corpora.pse_i_cerd import split_essays
@@ -344,6 +367,8 @@ def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test")
         return read_pse_original(shared / "pse-original", shared / "pse-i", split)
     if corpus == "cmre":
         return read_cmre_gold(shared / "cmre")
+    if corpus == "cmre-relation-only":
+        return read_cmre_relation_gold(shared / "cmre", Path(annotations).parent / "cmre-relation-only" / "dev.jsonl")
     raise ValueError(f"unknown corpus {corpus!r}; expected one of {', '.join(CORPORA)}")
 
 
@@ -706,7 +731,7 @@ def evaluate_raw(
         t0 = time.perf_counter()
         entry = {"raw": score_records(gold, predict_raw(nlp, gold, batch_size))}
         entry["seconds"] = round(time.perf_counter() - t0, 1)
-        entry["split"] = "dev" if corpus == "cmre" else split
+        entry["split"] = "dev" if corpus.startswith("cmre") else split
         if gold_units:
             entry["gold_units"] = score_records(gold, predict_gold_units(nlp, gold, batch_size))
         result["corpora"][corpus] = entry
