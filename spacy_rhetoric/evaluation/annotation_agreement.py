@@ -4,8 +4,8 @@
 
 Records are keyed by ``(essay, para, sent)`` (PSE-I) or, for sentences of a
 corpus without essays (``annotations/cmre-relation-only``), by
-``(split, 0, line)`` (their text checked by ``text_sha1``); a record without ``form``/``content`` decided none of
-their labels.
+``(split, 0, line)`` (their text checked by ``text_sha1``); a record
+without ``form``/``content`` decided none of their labels.
 
 Each (sentence, label) pair is one binary decision: "does this sentence carry
 the label?". Per coarse label κ is computed over the sentences both passes
