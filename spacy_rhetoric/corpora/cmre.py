@@ -171,18 +171,30 @@ def tenor_vehicle_spans(sent: CmreSentence) -> List[Tuple[str, int, int]]:
     return sorted(out, key=lambda x: (x[1], x[2], x[0]))
 
 
+def _blank_doc(nlp: Language, sent: CmreSentence) -> Doc:
+    """The sentence as one single-sentence Doc with its CMRE line in ``user_data``."""
+    doc = mark_single_sentence(nlp.make_doc(sent.text))
+    doc.user_data.update({"corpus": "cmre", "line": sent.line, "cmre_label": sent.label})
+    return doc
+
+
+def _set_components(doc: Doc, spans: List[Tuple[str, int, int]]) -> None:
+    """``(label, start, end)`` character spans as component spans, widened to
+    the words that hold them; spans that become the same after widening
+    (two relations can share a tenor) are kept once."""
+    comps = [doc.char_span(s, e, label=lab, alignment_mode="expand") for lab, s, e in spans]
+    doc.spans[COMPONENTS_KEY] = list({(c.label_, c.start, c.end): c for c in comps if c is not None}.values())
+
+
 def sentence_to_doc(nlp: Language, sent: CmreSentence, mapping: str) -> Doc:
     """One single-sentence Doc for a ``metaphor`` or ``literal`` sentence
     (module docstring): sentence span in ``doc.spans["rhetoric"]``, tenor and
     vehicle in ``doc.spans["rhetoric_components"]``, the annotated labels in
     ``doc.user_data``."""
-    doc = mark_single_sentence(nlp.make_doc(sent.text))
-    doc.user_data.update({"corpus": "cmre", "line": sent.line, "cmre_label": sent.label})
+    doc = _blank_doc(nlp, sent)
     if mapping == "metaphor":
         doc.spans[LEVEL_SPAN_KEYS["coarse"]] = [Span(doc, 0, len(doc), label="metaphor")]
-        comps = [doc.char_span(s, e, label=lab, alignment_mode="expand") for lab, s, e in tenor_vehicle_spans(sent)]
-        # two relations can share a tenor; after widening, keep one span per (label, words)
-        doc.spans[COMPONENTS_KEY] = list({(c.label_, c.start, c.end): c for c in comps if c is not None}.values())
+        _set_components(doc, tenor_vehicle_spans(sent))
         doc.user_data[ANNOTATED_KEY] = {k: list(v) for k, v in METAPHOR_ANNOTATED.items()}
     else:
         doc.user_data[ANNOTATED_KEY] = {k: list(v) for k, v in LITERAL_ANNOTATED.items()}
@@ -247,11 +259,9 @@ def annotated_relation_doc(nlp: Language, sent: CmreSentence, record: dict) -> D
     annotation (:func:`read_relation_annotations`): the devices found as
     sentence spans, the personification components, and what is known in
     ``doc.user_data["rhetoric_annotated"]`` (module docstring)."""
-    doc = mark_single_sentence(nlp.make_doc(sent.text))
-    doc.user_data.update({"corpus": "cmre", "line": sent.line, "cmre_label": sent.label})
+    doc = _blank_doc(nlp, sent)
     doc.spans[LEVEL_SPAN_KEYS["coarse"]] = [Span(doc, 0, len(doc), label=label) for label in record["coarse"]]
-    comps = [doc.char_span(c["start"], c["end"], label=c["label"], alignment_mode="expand") for c in record["components"]]
-    doc.spans[COMPONENTS_KEY] = list({(c.label_, c.start, c.end): c for c in comps if c is not None}.values())
+    _set_components(doc, [(c["label"], c["start"], c["end"]) for c in record["components"]])
     # a metaphor's tenor and vehicle were not marked, so they stay unknown to the loss
     known = list(PERSONIFICATION_COMPONENTS) + ([] if "metaphor" in record["coarse"] else ["tenor", "vehicle", "comparator"])
     doc.user_data[ANNOTATED_KEY] = {"coarse": list(JUDGED), "form": [], "content": [], "components": known}
