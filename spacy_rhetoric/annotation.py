@@ -14,6 +14,8 @@ Conventions shared by the converters, ``rhetoric_textcat``,
 """
 from __future__ import annotations
 
+import re
+from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from spacy.tokens import Doc, Span
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
 from .taxonomy import COMPONENT_LABELS, LEVEL_LABELS, LEVELS, LITERAL
 
+_LINE_BREAK = re.compile("[\r\n]")
 ANNOTATED_KEY = "rhetoric_annotated"
 #: ``doc.user_data`` key of label disjunctions known to hold for every
 #: sentence of the doc: a list of ``"level/label"`` lists, each meaning "at
@@ -145,6 +148,44 @@ def gold_sentence_labels(doc: Doc, sent: Span, annotated: Optional[FrozenSet[str
     return keys
 
 
+class ParagraphClipper:
+    """:func:`clip_to_paragraph` for many spans of one doc: the doc's line
+    breaks and whitespace tokens are read once (a token array), and each
+    call only looks at the line breaks inside its span.
+
+    The tokens holding a line break are found from the characters: each
+    ``\\n`` or ``\\r`` of ``doc.text`` belongs to the last token starting at
+    or before it.
+    """
+
+    __slots__ = ("space", "breaks")
+
+    def __init__(self, doc: Doc) -> None:
+        n = len(doc)
+        self.space: List[bool] = doc.to_array("IS_SPACE").astype(bool).tolist() if n else []
+        starts = doc.to_array("IDX").tolist() if n else []
+        self.breaks: List[int] = sorted({bisect_right(starts, m.start()) - 1 for m in _LINE_BREAK.finditer(doc.text)})
+
+    def __call__(self, start: int, end: int) -> Optional[Tuple[int, int]]:
+        """The clipped ``(start, end)`` of the token span ``[start, end)``,
+        or None (see :func:`clip_to_paragraph`)."""
+        space = self.space
+        cuts = self.breaks[bisect_left(self.breaks, start):bisect_left(self.breaks, end)]
+        best: Optional[Tuple[int, int]] = None
+        piece_start = start
+        for i in (*cuts, end):
+            s, e = piece_start, i
+            while s < e and space[s]:
+                s += 1
+            while e > s and space[e - 1]:
+                e -= 1
+            # the longest piece, the first on ties
+            if s < e and (best is None or e - s > best[1] - best[0]):
+                best = (s, e)
+            piece_start = i + 1
+        return best
+
+
 def clip_to_paragraph(doc: Doc, start: int, end: int) -> Optional[Tuple[int, int]]:
     """The part of the token span ``[start, end)`` that a predicted span may
     cover: a line break ends a paragraph, so no span crosses one, and no
@@ -153,23 +194,11 @@ def clip_to_paragraph(doc: Doc, start: int, end: int) -> Optional[Tuple[int, int
     The span is cut at every token holding a line break; each piece loses
     its whitespace tokens at both edges; the piece with the most tokens is
     returned (the first on ties), as ``(start, end)`` token offsets, or None
-    when nothing but whitespace is left.
+    when nothing but whitespace is left. Each call reads the whole doc
+    (O(len(doc))): for several spans of one doc make one
+    :class:`ParagraphClipper`, which reads it once.
     """
-    pieces: List[Tuple[int, int]] = []
-    piece_start = start
-    for i in range(start, end + 1):
-        if i == end or "\n" in doc[i].text or "\r" in doc[i].text:
-            s, e = piece_start, i
-            while s < e and doc[s].is_space:
-                s += 1
-            while e > s and doc[e - 1].is_space:
-                e -= 1
-            if s < e:
-                pieces.append((s, e))
-            piece_start = i + 1
-    if not pieces:
-        return None
-    return max(pieces, key=lambda p: (p[1] - p[0], -p[0]))
+    return ParagraphClipper(doc)(start, end)
 
 
 def same_tokens(example: "Example") -> bool:

@@ -18,7 +18,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .analysis_io import InputDoc
-from .annotation import COMPONENTS_KEY, clip_to_paragraph, sentence_spans
+from .annotation import COMPONENTS_KEY, ParagraphClipper, sentence_spans
 from .render import render_essay
 from .spangroups import PARALLELISM_KEY, parallelism_groups
 from .taxonomy import LEVELS, LITERAL
@@ -50,10 +50,11 @@ def doc_to_record(
 ) -> Dict[str, Any]:
     """The ``spacy-rhetoric/analysis/v1`` record of an analysed Doc."""
     sentences = []
+    clip = ParagraphClipper(doc)
     for sent in sentence_spans(doc):
         # a sentence's offsets leave out whitespace at its edges, as its
         # span in doc.spans["rhetoric"] does
-        clipped = clip_to_paragraph(doc, sent.start, sent.end)
+        clipped = clip(sent.start, sent.end)
         if clipped is None:
             continue
         labels = _rhetoric_of(sent)

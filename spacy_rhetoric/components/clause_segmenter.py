@@ -93,33 +93,42 @@ class ClauseSegmenter:
     def _is_punct(self, text: str) -> bool:
         return bool(text) and all(c in self._all_punct for c in text)
 
-    def _ends_clause(self, doc: Doc, i: int) -> bool:
-        text = doc[i].text
+    def _ends_clause(self, texts: List[str], spaces: List[str], i: int) -> bool:
+        text = texts[i]
         if not self._is_punct(text) or not any(c in self.clause_punct for c in text):
             return False
-        if text in NUMERIC_SEPARATORS and 0 < i < len(doc) - 1:
+        if text in NUMERIC_SEPARATORS and 0 < i < len(texts) - 1:
             # 3.14, 1,000, 12:30: the separator sits between digits
-            return not (doc[i - 1].text[-1:].isdigit() and doc[i + 1].text[:1].isdigit() and not doc[i - 1].whitespace_)
+            return not (texts[i - 1][-1:].isdigit() and texts[i + 1][:1].isdigit() and not spaces[i - 1])
         return True
 
-    def _is_newline(self, token) -> bool:
-        return self.split_on_newline and ("\n" in token.text or "\n" in token.whitespace_)
+    def _newlines(self, texts: List[str], spaces: List[str]) -> List[bool]:
+        """Per token: whether it (or its trailing whitespace) holds a line break."""
+        if not self.split_on_newline:
+            return [False] * len(texts)
+        return ["\n" in t or "\n" in w for t, w in zip(texts, spaces)]
 
     # -- segmentation ----------------------------------------------------------
     def boundaries(self, doc: Doc) -> List[Tuple[int, int, bool]]:
         """Raw segments ``(start, end, ends_sentence)`` covering the doc."""
-        segments, start, i, n = [], 0, 0, len(doc)
+        return self._segments([t.text for t in doc], [t.whitespace_ for t in doc])
+
+    def _segments(self, texts: List[str], spaces: List[str]) -> List[Tuple[int, int, bool]]:
+        """:meth:`boundaries` from the tokens' texts and trailing whitespace
+        (read once per doc: a Token object per access costs more than the
+        segmentation itself)."""
+        newline = self._newlines(texts, spaces)
+        segments, start, i, n = [], 0, 0, len(texts)
         while i < n:
-            token = doc[i]
-            if self._is_newline(token):
+            if newline[i]:
                 segments.append((start, i + 1, True))
                 start = i + 1
-            elif self._ends_clause(doc, i):
+            elif self._ends_clause(texts, spaces, i):
                 j = i + 1
-                while j < n and self._is_punct(doc[j].text) and not self._is_newline(doc[j - 1]):
+                while j < n and self._is_punct(texts[j]) and not newline[j - 1]:
                     j += 1
-                ends_sent = any(c in self.sentence_punct for t in doc[i:j] for c in t.text)
-                if j < n and self._is_newline(doc[j - 1]):
+                ends_sent = any(c in self.sentence_punct for t in texts[i:j] for c in t)
+                if j < n and newline[j - 1]:
                     ends_sent = True
                 segments.append((start, j, ends_sent))
                 start, i = j, j
@@ -129,25 +138,21 @@ class ClauseSegmenter:
             segments.append((start, n, True))
         return segments
 
-    def _has_content(self, span: Span) -> bool:
-        return any(not t.is_space and not self._is_punct(t.text) for t in span)
-
-    def _trim(self, doc: Doc, start: int, end: int) -> Tuple[int, int]:
-        while start < end and doc[start].is_space:
-            start += 1
-        while end > start and doc[end - 1].is_space:
-            end -= 1
-        return start, end
-
     def __call__(self, doc: Doc) -> Doc:
         clauses: List[Span] = []
-        segments = self.boundaries(doc)
+        texts = [t.text for t in doc]
+        segments = self._segments(texts, [t.whitespace_ for t in doc])
+        is_space = doc.to_array("IS_SPACE").astype(bool).tolist() if len(doc) else []
         pending_start: Optional[int] = None  # punctuation-only run before content
         for start, end, _ in segments:
-            s, e = self._trim(doc, start, end)
+            s, e = start, end
+            while s < e and is_space[s]:
+                s += 1
+            while e > s and is_space[e - 1]:
+                e -= 1
             if s >= e:
                 continue
-            if not self._has_content(doc[s:e]):
+            if not any(not is_space[k] and not self._is_punct(texts[k]) for k in range(s, e)):
                 if clauses and clauses[-1].end == s:
                     clauses[-1] = Span(doc, clauses[-1].start, e, label=self.label)
                 elif pending_start is None:
@@ -158,10 +163,10 @@ class ClauseSegmenter:
             clauses.append(Span(doc, s, e, label=self.label))
         doc.spans[self.spans_key] = clauses
         if self.overwrite or not doc.has_annotation("SENT_START"):
-            self._set_sentences(doc, segments)
+            self._set_sentences(doc, segments, is_space)
         return doc
 
-    def _set_sentences(self, doc: Doc, segments: Iterable[Tuple[int, int, bool]]) -> None:
+    def _set_sentences(self, doc: Doc, segments: Iterable[Tuple[int, int, bool]], is_space: List[bool]) -> None:
         if not len(doc):
             return
         starts = {0}
@@ -171,7 +176,7 @@ class ClauseSegmenter:
         # whitespace and line breaks after a sentence end belong to it
         for i in sorted(starts - {0}):
             j = i
-            while j < len(doc) and doc[j].is_space:
+            while j < len(doc) and is_space[j]:
                 j += 1
             if j != i:
                 starts.discard(i)

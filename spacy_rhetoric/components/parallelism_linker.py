@@ -26,7 +26,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, set_dropout_rate
 from thinc.types import Floats2d
 
-from ..annotation import annotated_labels, clip_to_paragraph, same_tokens
+from ..annotation import ParagraphClipper, annotated_labels, same_tokens
 from spacy.errors import Errors as SpacyErrors
 
 from ..errors import Errors
@@ -252,9 +252,10 @@ class ParallelismLinker(TrainablePipe):
         labels = self.labels
         for doc, ids in zip(docs, tag_ids):
             groups = []
+            clip = ParagraphClipper(doc)
             for group in self.scheme.decode([labels[i] for i in ids]):
                 # a line break ends a paragraph: no branch crosses one
-                branches = [b for b in (clip_to_paragraph(doc, start, end) for start, end in group) if b]
+                branches = [b for b in (clip(start, end) for start, end in group) if b]
                 if len(branches) >= 2:
                     groups.append(branches)
             set_parallelisms(doc, groups, key=self.spans_key)

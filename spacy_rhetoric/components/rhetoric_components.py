@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
+from spacy.attrs import IS_PUNCT, IS_SPACE
 from spacy.language import Language
 from spacy.pipeline.spancat import SpanCategorizer, Suggester
 from spacy.tokens import Doc, Span, SpanGroup
@@ -29,7 +30,7 @@ from spacy.util import registry
 from thinc.api import Config, Model, get_current_ops
 from thinc.types import Floats2d, Ints2d, Ragged
 
-from ..annotation import COMPONENTS_KEY, annotated_components, clip_to_paragraph
+from ..annotation import COMPONENTS_KEY, ParagraphClipper, annotated_components
 from ..errors import Errors
 from ..parallelism_markers import marker_spans
 from ..scorers.components import score_rhetoric_components
@@ -61,15 +62,14 @@ def device_ngrams(docs: Sequence[Doc], sizes: Sequence[int], spans_key: str, ops
     rows: List[Tuple[int, int]] = []
     lengths = []
     for doc in docs:
-        edge = numpy.asarray([not (t.is_punct or t.is_space) for t in doc], dtype=bool)
-        n = 0
+        # token flags read as one array, not Token by Token
+        flags = doc.to_array([IS_PUNCT, IS_SPACE]).reshape((-1, 2)) if len(doc) else numpy.zeros((0, 2))
+        edge = (~flags.any(axis=1)).tolist()
+        n = len(rows)
         for start, end in _device_regions(doc, spans_key):
             for size in sizes:
-                for i in range(start, end - size + 1):
-                    if edge[i] and edge[i + size - 1]:
-                        rows.append((i, i + size))
-                        n += 1
-        lengths.append(n)
+                rows.extend((i, i + size) for i in range(start, end - size + 1) if edge[i] and edge[i + size - 1])
+        lengths.append(len(rows) - n)
     data = numpy.asarray(rows, dtype="i").reshape((-1, 2))
     return Ragged(ops.asarray2i(data), ops.asarray1i(numpy.asarray(lengths, dtype="i")))
 
@@ -262,19 +262,28 @@ class RhetoricComponents(SpanCategorizer):
         super().initialize(get_examples, nlp=nlp, labels=labels)
 
     def _label_thresholded(self, doc: Doc, indices: Ints2d, scores: Floats2d) -> SpanGroup:
-        """spaCy's multi-label decoding with each label's own threshold
-        (``cfg["thresholds"]``, else ``cfg["threshold"]``)."""
+        """spaCy's multi-label decoding (``SpanCategorizer``, ``max_positive``
+        None) with each label's own threshold (``cfg["thresholds"]``, else
+        ``cfg["threshold"]``): a span per (candidate, label) whose probability
+        reaches it, in candidate then label order. ``indices`` Ints2d
+        (n_candidates, 2) token offsets, ``scores`` Floats2d (n_candidates,
+        n_labels). The candidates over threshold are found with one array
+        comparison; spaCy's loop visits each of them in Python."""
+        group = SpanGroup(doc, name=self.key)
+        if scores.size == 0:
+            return group
+        scores = self.model.ops.to_numpy(scores)
+        indices = self.model.ops.to_numpy(indices)
         thresholds = self.cfg.get("thresholds") or {}
         base = self.cfg["threshold"]
-        self.cfg["threshold"] = min([base, *thresholds.values()])
-        try:
-            group = super()._make_span_group_multilabel(doc, indices, scores)
-        finally:
-            self.cfg["threshold"] = base
-        if not thresholds or len(group) == 0:
-            return group
-        scores_ = group.attrs["scores"]
-        return _keep(group, [scores_[i] >= thresholds.get(span.label_, base) for i, span in enumerate(group)])
+        # in the scores' dtype, as spaCy compares them with a Python float
+        limits = numpy.asarray([thresholds.get(label, base) for label in self.labels], dtype=scores.dtype)
+        rows, cols = numpy.nonzero(scores >= limits)
+        labels = self.labels
+        for i, j in zip(rows.tolist(), cols.tolist()):
+            group.append(Span(doc, int(indices[i, 0]), int(indices[i, 1]), label=labels[j]))
+        group.attrs["scores"] = numpy.asarray(scores[rows, cols], dtype="f")
+        return group
 
     def _make_span_group_multilabel(self, doc: Doc, indices: Ints2d, scores: Floats2d) -> SpanGroup:
         """Spans with probability >= threshold, clipped to one paragraph
@@ -331,8 +340,9 @@ def _clip_group(doc: Doc, group: SpanGroup, key: str) -> SpanGroup:
     of a label equal, the higher-scoring one is kept."""
     scores = group.attrs.get("scores")
     best: Dict[Tuple[int, int, str], float] = {}
+    clip = ParagraphClipper(doc)
     for i, span in enumerate(group):
-        clipped = clip_to_paragraph(doc, span.start, span.end)
+        clipped = clip(span.start, span.end)
         if clipped is None:
             continue
         score = float(scores[i]) if scores is not None else 1.0

@@ -32,7 +32,7 @@ from ..annotation import (
     DISJUNCTIONS_KEY,
     LEVEL_SPAN_KEYS,
     annotated_labels,
-    clip_to_paragraph,
+    ParagraphClipper,
     gold_sentence_labels,
     mark_one_sentence,
     sentence_spans,
@@ -336,6 +336,7 @@ class RhetoricTextCategorizer(TrainablePipe):
             mark_one_sentence(doc)
             groups = {lv: ([], []) for lv in LEVELS}
             branches = self._branch_offsets(doc)
+            clip = ParagraphClipper(doc)
             # rows follow sentence_spans(doc); the model pooled each without
             # its edge whitespace, the labels go on the sentence itself
             for row, sent in zip(range(offset, offset + int(n)), sentence_spans(doc)):
@@ -346,7 +347,7 @@ class RhetoricTextCategorizer(TrainablePipe):
                 sent._.rhetoric = decoded
                 # the sentence span leaves out whitespace at its edges (a
                 # line break that ends a paragraph belongs to no device)
-                clipped = clip_to_paragraph(doc, sent.start, sent.end)
+                clipped = clip(sent.start, sent.end)
                 if clipped is None:
                     continue
                 for level, accepted in decoded.items():

@@ -26,7 +26,7 @@ from spacy.util import registry
 from thinc.api import Logistic, Model, Relu, chain, Linear
 from thinc.types import Floats2d
 
-from ..annotation import clip_to_paragraph, sentence_spans
+from ..annotation import ParagraphClipper, sentence_spans
 
 #: Characters that end a sentence; a candidate ending in none is heading-like.
 SENTENCE_END = set("。．.？?！!；;…")
@@ -45,9 +45,10 @@ def paragraph_openings(doc: Doc) -> List[Candidate]:
     """The first sentence of every paragraph of ``doc`` (paragraphs end at
     line breaks), without edge whitespace, in document order."""
     text = doc.text
+    clip = ParagraphClipper(doc)
     out: List[Candidate] = []
     for sent in sentence_spans(doc):
-        clipped = clip_to_paragraph(doc, sent.start, sent.end)
+        clipped = clip(sent.start, sent.end)
         if clipped is None:
             continue
         start = doc[clipped[0]].idx
@@ -82,22 +83,33 @@ def _bigrams(text: str) -> set:
     return {text[i:i + 2] for i in range(len(text) - 1)}
 
 
-def pair_features(a: str, b: str, distance: int) -> List[float]:
-    """The :data:`N_FEATURES` features of two candidate texts ``a`` (earlier)
-    and ``b``, ``distance`` candidates apart; all in [0, 1]. Only the first
-    :data:`HEAD` and last :data:`HEAD` characters are compared (the matching
-    is quadratic, and a pasted text may hold a line of a million characters
-    without punctuation)."""
-    full_a, full_b = _core(a), _core(b)
-    ca, cb = full_a[:HEAD], full_b[:HEAD]
+class _Text:
+    """What :func:`pair_features` reads of one candidate text, computed once
+    per candidate (a candidate is in up to ``2 * window`` pairs)."""
+
+    __slots__ = ("full", "head", "tail", "bigrams", "heading", "commas")
+
+    def __init__(self, text: str) -> None:
+        self.full = _core(text)
+        self.head = self.full[:HEAD]
+        self.tail = self.full[::-1][:HEAD]
+        self.bigrams = _bigrams(self.head)
+        self.heading = text.strip()[-1:] not in SENTENCE_END
+        self.commas = text.count("，")
+
+
+def _features(a: _Text, b: _Text, distance: int, matcher: SequenceMatcher) -> List[float]:
+    """:func:`pair_features` of two prepared texts; ``matcher`` has ``b.head``
+    as its second sequence (difflib caches what it learns of that one)."""
+    ca, cb = a.head, b.head
     shorter = max(1, min(len(ca), len(cb)))
     prefix = _common_prefix(ca, cb)
-    suffix = _common_prefix(full_a[::-1][:HEAD], full_b[::-1][:HEAD])
-    matcher = SequenceMatcher(None, ca, cb, autojunk=False)
+    suffix = _common_prefix(a.tail, b.tail)
+    matcher.set_seq1(ca)
     longest = matcher.find_longest_match(0, len(ca), 0, len(cb)).size if ca and cb else 0
-    ga, gb = _bigrams(ca), _bigrams(cb)
+    ga, gb = a.bigrams, b.bigrams
     dice = 2 * len(ga & gb) / (len(ga) + len(gb)) if ga and gb else 0.0
-    head_a, head_b = a.strip()[-1:] not in SENTENCE_END, b.strip()[-1:] not in SENTENCE_END
+    head_a, head_b = a.heading, b.heading
     return [
         min(prefix, 6) / 6,
         prefix / shorter,
@@ -106,14 +118,24 @@ def pair_features(a: str, b: str, distance: int) -> List[float]:
         longest / shorter,
         matcher.ratio(),
         dice,
-        min(len(full_a), len(full_b)) / max(1, len(full_a), len(full_b)),
+        min(len(a.full), len(b.full)) / max(1, len(a.full), len(b.full)),
         float(head_a and head_b),
         float(head_a != head_b),
-        float(len(full_a) <= 12 and len(full_b) <= 12),
+        float(len(a.full) <= 12 and len(b.full) <= 12),
         1.0 / distance,
         float(bool(ca) and bool(cb) and ca[0] == cb[0]),
-        float(a.count("，") == b.count("，")),
+        float(a.commas == b.commas),
     ]
+
+
+def pair_features(a: str, b: str, distance: int) -> List[float]:
+    """The :data:`N_FEATURES` features of two candidate texts ``a`` (earlier)
+    and ``b``, ``distance`` candidates apart; all in [0, 1]. Only the first
+    :data:`HEAD` and last :data:`HEAD` characters are compared (the matching
+    is quadratic, and a pasted text may hold a line of a million characters
+    without punctuation)."""
+    b_text = _Text(b)
+    return _features(_Text(a), b_text, distance, SequenceMatcher(None, "", b_text.head, autojunk=False))
 
 
 def doc_features(doc: Doc, window: int) -> Tuple[List[Candidate], List[Tuple[int, int]], numpy.ndarray]:
@@ -121,7 +143,15 @@ def doc_features(doc: Doc, window: int) -> Tuple[List[Candidate], List[Tuple[int
     Floats2d (n_pairs, N_FEATURES)."""
     cands = paragraph_openings(doc)
     pairs = candidate_pairs(len(cands), window)
-    feats = numpy.asarray([pair_features(cands[i][2], cands[j][2], j - i) for i, j in pairs], dtype="f")
+    texts = [_Text(text) for _, _, text in cands]
+    rows: List[List[float]] = []
+    matcher, current = SequenceMatcher(None, "", "", autojunk=False), None
+    for i, j in pairs:  # grouped by j: one matcher per later candidate
+        if j != current:
+            matcher.set_seq2(texts[j].head)
+            current = j
+        rows.append(_features(texts[i], texts[j], j - i, matcher))
+    feats = numpy.asarray(rows, dtype="f")
     return cands, pairs, feats.reshape((len(pairs), N_FEATURES))
 
 
