@@ -46,3 +46,15 @@ def test_copy_runs_its_own_weights(make):
     numpy.testing.assert_allclose(model.predict(Xs)[1], before[1], atol=1e-6)
     restored = make().from_bytes(model.to_bytes())
     numpy.testing.assert_allclose(restored.predict(Xs)[1], before[1], atol=1e-6)
+
+
+@pytest.mark.parametrize("make", [lambda: PackedBiLSTM(8, 6), lambda: PackedPyTorchLSTM(8, 6)], ids=["PackedBiLSTM", "PackedPyTorchLSTM"])
+def test_gradients_come_back_in_input_order(make):
+    """The batch is packed longest first; each sequence's input gradient is
+    the one it gets alone, at its own position."""
+    model, Xs = _initialized(make)
+    Ys, backprop = model.begin_update(Xs)
+    dXs = backprop([numpy.ones_like(y) for y in Ys])
+    for X, dX in zip(Xs, dXs):
+        Y_alone, backprop_alone = model.begin_update([X])
+        numpy.testing.assert_allclose(backprop_alone([numpy.ones_like(Y_alone[0])])[0], dX, atol=1e-5)

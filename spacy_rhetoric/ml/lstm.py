@@ -32,10 +32,18 @@ class PackedLSTMModule(torch.nn.LSTM):
     def forward(self, X: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         """X: (max_len, batch, nI) zero-padded; lengths: (batch,) int64 on CPU.
         Returns (max_len, batch, nO), zero at padded positions."""
-        packed = torch.nn.utils.rnn.pack_padded_sequence(X, lengths.clamp(min=1), enforce_sorted=False)
+        lengths = lengths.clamp(min=1)
+        packed = torch.nn.utils.rnn.pack_padded_sequence(X, lengths, enforce_sorted=_longest_first(lengths))
         out, _ = super().forward(packed)
         Y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, total_length=X.shape[0])
         return Y
+
+
+def _longest_first(lengths: torch.Tensor) -> bool:
+    """Whether ``lengths`` (batch,) never increase: thinc's ``Padded`` sorts
+    its sequences so, and torch then packs without copying the batch into
+    sorted order and back (each sequence's output is the same either way)."""
+    return bool((lengths[:-1] >= lengths[1:]).all())
 
 
 def _padded_to_torch(model: Model, Xp: Padded, is_train: bool) -> Tuple[ArgsKwargs, Callable]:
@@ -90,7 +98,8 @@ class _BatchFirstPackedLSTM(torch.nn.Module):
 
     def forward(self, X: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """X: (batch, max_len, nI); lengths: (batch,). Returns (batch, max_len, nO)."""
-        packed = torch.nn.utils.rnn.pack_padded_sequence(X, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
+        lengths = lengths.clamp(min=1)
+        packed = torch.nn.utils.rnn.pack_padded_sequence(X, lengths, batch_first=True, enforce_sorted=_longest_first(lengths))
         out, _ = self.lstm(packed)
         Y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=X.shape[1])
         return Y
@@ -106,14 +115,24 @@ def _packed_bilstm_forward(model: Model, Xs: List[Floats2d], is_train: bool) -> 
     if not Xs:
         return [], lambda dYs: []
     inner = model.layers[0]
-    lengths = [len(x) for x in Xs]
-    Y, backprop_inner = inner((model.ops.pad(Xs), lengths), is_train)
-    Ys = model.ops.unpad(model.ops.asarray3f(Y), lengths)
+    # longest first, so torch packs the batch without reordering it
+    order = sorted(range(len(Xs)), key=lambda i: -len(Xs[i]))
+    lengths = [len(Xs[i]) for i in order]
+    Y, backprop_inner = inner((model.ops.pad([Xs[i] for i in order]), lengths), is_train)
+    Ys = _unsort(model.ops.unpad(model.ops.asarray3f(Y), lengths), order)
 
     def backprop(dYs: List[Floats2d]) -> List[Floats2d]:
-        return model.ops.unpad(backprop_inner(model.ops.pad(dYs)), lengths)
+        return _unsort(model.ops.unpad(backprop_inner(model.ops.pad([dYs[i] for i in order])), lengths), order)
 
     return Ys, backprop
+
+
+def _unsort(items: List, order: List[int]) -> List:
+    """``items`` given in ``order`` (``items[k]`` belongs at ``order[k]``), back in input order."""
+    out: List = [None] * len(items)
+    for k, i in enumerate(order):
+        out[i] = items[k]
+    return out
 
 
 @registry.layers("spacy_rhetoric.PackedBiLSTM.v1")
