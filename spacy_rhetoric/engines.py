@@ -50,6 +50,8 @@ from .errors import Errors
 from .records import doc_sections, doc_to_record, error_record, model_info, single_torch_thread, too_long_message
 
 Result = Tuple[int, Dict[str, Any], Optional[Dict[str, str]]]
+#: Name of the record component the multiprocess engine adds for a run.
+RECORD_COMPONENT = "rhetoric_analysis_record"
 
 
 # --- one document, one batch ------------------------------------------------------
@@ -165,6 +167,24 @@ def _dropping_errors(nlp: Language) -> Iterator[None]:
                 proc.set_error_handler(pipes[name])
 
 
+@contextlib.contextmanager
+def _records_made_in_workers(nlp: Language) -> Iterator[None]:
+    """``rhetoric_analysis_record`` last in ``nlp`` inside the block: each
+    worker makes its docs' records and sends back slim docs
+    (:mod:`spacy_rhetoric.components.analysis_record`); a pipeline that has
+    the component already is left as it is."""
+    from .components.analysis_record import make_analysis_record  # noqa: F401 - registers the factory
+
+    if RECORD_COMPONENT in nlp.pipe_names:
+        yield
+        return
+    nlp.add_pipe("rhetoric_analysis_record", name=RECORD_COMPONENT, last=True)
+    try:
+        yield
+    finally:
+        nlp.remove_pipe(RECORD_COMPONENT)
+
+
 def _multiprocess_results(
     nlp: Language, numbered: Iterator[Tuple[int, InputDoc]], info: Dict[str, str], n_process: int, batch_size: int,
     with_sections: bool,
@@ -187,7 +207,7 @@ def _multiprocess_results(
         index, item, failed = entry
         return failed if failed is not None else _single(nlp, index, item, info, with_sections)
 
-    with _dropping_errors(nlp), WorkerWatch() as watch:
+    with _dropping_errors(nlp), _records_made_in_workers(nlp), WorkerWatch() as watch:
         try:
             for doc in nlp.pipe(feed(), n_process=n_process, batch_size=batch_size):
                 while pending and (pending[0][2] is not None or pending[0][1].text != doc.text):

@@ -24,6 +24,9 @@ from .spangroups import PARALLELISM_KEY, parallelism_groups
 from .taxonomy import LEVELS, LITERAL
 
 SCHEMA = "spacy-rhetoric/analysis/v1"
+#: ``doc.user_data`` key of the :func:`record_body` that the
+#: ``rhetoric_analysis_record`` component leaves on a doc.
+RECORD_BODY_KEY = "rhetoric_record_body"
 
 
 # --- records ------------------------------------------------------------------
@@ -48,7 +51,20 @@ def _scores(doc: Doc, key: str) -> List[Optional[float]]:
 def doc_to_record(
     doc: Doc, doc_id: str, path: Optional[str] = None, model: Optional[Dict[str, str]] = None, encoding: Optional[str] = None
 ) -> Dict[str, Any]:
-    """The ``spacy-rhetoric/analysis/v1`` record of an analysed Doc."""
+    """The ``spacy-rhetoric/analysis/v1`` record of an analysed Doc: its
+    :func:`record_body` (the one the ``rhetoric_analysis_record`` component
+    left in ``doc.user_data``, when it ran) with the given id, path, model
+    and encoding."""
+    body = doc.user_data.get(RECORD_BODY_KEY)
+    if body is None:
+        body = record_body(doc)
+    return {"schema": SCHEMA, "id": doc_id, "path": path, "encoding": encoding, "model": model or {}, **body}
+
+
+def record_body(doc: Doc) -> Dict[str, Any]:
+    """What a record says of the analysed text: text, counts, sentences,
+    components, parallelisms, clauses and summary (every key of
+    :func:`doc_to_record` but schema, id, path, encoding and model)."""
     sentences = []
     clip = ParagraphClipper(doc)
     for sent in sentence_spans(doc):
@@ -74,11 +90,6 @@ def doc_to_record(
     ]
     clauses = [{"start": s.start_char, "end": s.end_char} for s in doc.spans.get("clauses", [])]
     return {
-        "schema": SCHEMA,
-        "id": doc_id,
-        "path": path,
-        "encoding": encoding,
-        "model": model or {},
         "text": doc.text,
         "n_chars": len(doc.text),
         "n_tokens": sum(1 for t in doc if not t.is_space),
