@@ -169,6 +169,95 @@ def benchmark_pipelines(
     }
 
 
+def run_seconds(result: Dict[str, Any]) -> Dict[int, float]:
+    """``{n_process: seconds}`` of one ``benchmark pipeline`` JSON output (its
+    first model's best pass), in this version's layout (``results[0].rows``)
+    or that of releases up to 0.3.0 (``rows`` at the top). Raises ValueError
+    for anything else."""
+    run = result["results"][0] if isinstance(result.get("results"), list) and result["results"] else result
+    rows = run.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("not the output of `benchmark pipeline`: no rows")
+    return {int(row["n_process"]): float(row["seconds_best"]) for row in rows}
+
+
+def _interpreter(python: str) -> str:
+    """``python`` usable from another working folder: a bare name as found on
+    PATH, a path made absolute (not resolved: a virtual environment's
+    interpreter is a link to the base one, and only the link's location
+    selects the environment)."""
+    import shutil
+
+    if Path(python).name == python:
+        return shutil.which(python) or python
+    return str(Path(python).absolute())
+
+
+def _model_arg(model: Union[str, Path]) -> str:
+    """A pipeline folder as an absolute path; an installed package's name as it is."""
+    return str(Path(model).resolve()) if Path(model).exists() else str(model)
+
+
+def benchmark_versus(
+    sides: Sequence[Tuple[str, Union[str, Path]]],
+    *,
+    pse_dir: Union[str, Path],
+    split: str = "test",
+    n_processes: Sequence[int] = (1, 2),
+    batch_size: int = 4,
+    rounds: int = 5,
+    workdir: Union[str, Path],
+) -> Dict[str, Any]:
+    """Speed of pipelines that need different code, side by side: ``sides``
+    is ``[(python, model), ...]``, each ``python`` an interpreter whose
+    environment has the spacy-rhetoric to time ``model`` with (an older
+    release in its own virtual environment, say). Each of ``rounds`` rounds
+    runs ``python -m spacy_rhetoric benchmark pipeline -m model --repeat 1``
+    once per side, in turn, each as its own process started in ``workdir``
+    (outside any checkout, so that no ``spacy_rhetoric`` folder shadows the
+    installed one). Returns every run's JSON and, per side and setting, the
+    seconds of each round, their best and median, characters/s at the
+    median and the first side's median over this side's (the speed-up).
+    Raises ValueError for fewer than two sides or ``rounds < 1``, and
+    RuntimeError, naming the side and its last line of stderr, when a run
+    fails."""
+    import subprocess
+
+    if len(sides) < 2 or rounds < 1:
+        raise ValueError(f"benchmark versus needs two sides or more and rounds >= 1, got {len(sides)} and {rounds}")
+    workdir = Path(workdir)
+    runs: List[List[Dict[str, Any]]] = [[] for _ in sides]
+    for r in range(rounds):
+        for k, (python, model) in enumerate(sides):
+            out = workdir / f"side{k}_round{r}.json"
+            cmd = [_interpreter(python), "-m", "spacy_rhetoric", "benchmark", "pipeline", "-m", _model_arg(model),
+                   "--pse-dir", str(Path(pse_dir).resolve()), "--split", split, "--batch-size", str(batch_size),
+                   "--repeat", "1", "-o", str(out), *[a for n in n_processes for a in ("--n-process", str(n))]]
+            done = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
+            if done.returncode != 0 or not out.exists():
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"benchmark versus: side {k} ({python}, {model}) failed: {last}")
+            runs[k].append(json.loads(out.read_text(encoding="utf8")))
+    chars = runs[0][0].get("chars")
+    summary = []
+    for k, (python, model) in enumerate(sides):
+        per_n = {}
+        for n in n_processes:
+            secs = [run_seconds(run)[n] for run in runs[k]]
+            median = statistics.median(secs)
+            per_n[str(n)] = {"seconds": secs, "seconds_best": min(secs), "seconds_median": median,
+                             "chars_per_second_median": chars / median if chars else None}
+        summary.append({"python": str(python), "model": str(model), "by_n_process": per_n})
+    for side in summary:
+        side["speedup_vs_first_median"] = {
+            n: summary[0]["by_n_process"][n]["seconds_median"] / side["by_n_process"][n]["seconds_median"]
+            for n in side["by_n_process"]}
+    return {"docs": runs[0][0].get("docs"), "chars": chars, "split": split, "rounds": rounds,
+            "batch_size": batch_size, "machine": {"python": platform.python_version(), "processor": platform.machine(),
+                                                  "cpu_count": _cpu_count()},
+            "sides": summary, "runs": runs}
+
+
 def _cpu_count() -> int:
     import os
 

@@ -8,6 +8,12 @@ import typer
 
 from ._util import benchmark_app, _print_table
 
+# options shared by the pipeline commands
+PSE_DIR = typer.Option(Path("../shared/data/pse-i"), "--pse-dir", exists=True, file_okay=False, help="PSE-I folder (splits.json, xml/)")
+SPLIT = typer.Option("test", "--split", help="PSE-I split to run on (42 test essays)")
+N_PROCESS = typer.Option([1, 2], "--n-process", help="Settings to time (repeatable)")
+BATCH_SIZE = typer.Option(4, "--batch-size", min=1)
+
 
 @benchmark_app.command("clauses")
 def benchmark_clauses_cmd(
@@ -49,10 +55,10 @@ def benchmark_clauses_cmd(
 @benchmark_app.command("pipeline")
 def benchmark_pipeline_cmd(
     model: List[str] = typer.Option(["zh_rhetoric"], "--model", "-m", help="Installed pipeline name or pipeline folder (repeatable: timed side by side, in turn)"),
-    pse_dir: Path = typer.Option(Path("../shared/data/pse-i"), "--pse-dir", exists=True, file_okay=False, help="PSE-I folder (splits.json, xml/)"),
-    split: str = typer.Option("test", "--split", help="PSE-I split to run on (42 test essays)"),
-    n_process: List[int] = typer.Option([1, 2], "--n-process", help="Settings to time (repeatable)"),
-    batch_size: int = typer.Option(4, "--batch-size", min=1),
+    pse_dir: Path = PSE_DIR,
+    split: str = SPLIT,
+    n_process: List[int] = N_PROCESS,
+    batch_size: int = BATCH_SIZE,
     repeat: int = typer.Option(5, "--repeat", min=1, help="Rounds; each round times every model once per setting, in turn (best and median are reported)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the results as JSON here"),
 ) -> None:
@@ -92,10 +98,54 @@ def benchmark_pipeline_cmd(
         msg.good(f"wrote {output}")
 
 
+@benchmark_app.command("versus")
+def benchmark_versus_cmd(
+    side: List[str] = typer.Option(..., "--side", help="PYTHON=MODEL: an interpreter whose environment has the spacy-rhetoric to time MODEL with (repeatable, two or more; the first is the reference)"),
+    pse_dir: Path = PSE_DIR,
+    split: str = SPLIT,
+    n_process: List[int] = N_PROCESS,
+    batch_size: int = BATCH_SIZE,
+    rounds: int = typer.Option(5, "--rounds", min=1, help="Rounds; each runs every side once, in turn"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the results as JSON here"),
+) -> None:
+    """Pipelines that need different code (an older release in its own
+    environment), timed alternately: every round runs `benchmark pipeline
+    --repeat 1` once per side, each in its own process; best and median
+    seconds per side and the speed-up over the first side."""
+    import tempfile
+
+    import srsly
+    from wasabi import msg
+
+    from ..benchmark import benchmark_versus
+
+    sides = []
+    for item in side:
+        python, sep, model = item.partition("=")
+        if not sep or not python or not model:
+            msg.fail(f"--side takes PYTHON=MODEL, got {item!r}", exits=1)
+        sides.append((python, model))
+    with tempfile.TemporaryDirectory() as workdir:
+        try:
+            result = benchmark_versus(sides, pse_dir=pse_dir, split=split, n_processes=n_process,
+                                      batch_size=batch_size, rounds=rounds, workdir=workdir)
+        except (ValueError, RuntimeError, OSError) as err:
+            msg.fail(str(err), exits=1)
+    rows = [(f"{s['python']} {s['model']}", n, f"{v['seconds_best']:.2f} / {v['seconds_median']:.2f}",
+             f"{v['chars_per_second_median']:.0f}" if v["chars_per_second_median"] else "-",
+             f"{s['speedup_vs_first_median'][n]:.2f}x")
+            for s in result["sides"] for n, v in s["by_n_process"].items()]
+    msg.table(rows, header=("side", "n_process", "seconds best / median", "chars/s (median)", "speed vs first"),
+              divider=True, title=f"{result['docs']} PSE-I {split} essays, {rounds} alternating rounds")
+    if output:
+        srsly.write_json(output, result)
+        msg.good(f"wrote {output}")
+
+
 @benchmark_app.command("latency")
 def benchmark_latency_cmd(
     model: List[str] = typer.Option(["zh_rhetoric"], "--model", "-m", help="Installed pipeline name or pipeline folder (repeatable)"),
-    pse_dir: Path = typer.Option(Path("../shared/data/pse-i"), "--pse-dir", exists=True, file_okay=False, help="PSE-I folder (splits.json, xml/)"),
+    pse_dir: Path = PSE_DIR,
     chars: int = typer.Option(1000, "--chars", min=1, help="Characters per request: essays at least this long, cut to it"),
     n: int = typer.Option(20, "--n", min=1, help="Essays (test split first, then dev, optimization, train)"),
     repeat: int = typer.Option(3, "--repeat", min=1, help="Times each essay is sent"),
