@@ -2,7 +2,6 @@
 timed alternately, each run in its own process."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
