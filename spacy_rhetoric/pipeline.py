@@ -484,3 +484,72 @@ def write_component(source: Union[str, Path], output: Union[str, Path], nlp: Lan
         shutil.copytree(source, output, dirs_exist_ok=True)
     shutil.rmtree(output / name, ignore_errors=True)
     nlp.get_pipe(name).to_disk(output / name, exclude=["vocab"])
+
+
+#: Vocab files that hold a pipeline's static vectors (``Vocab.to_disk``).
+VECTOR_FILES = ("vectors", "key2row", "vectors.cfg")
+
+
+def average_classifiers(
+    target: Union[str, Path], second: Union[str, Path], output: Union[str, Path], *,
+    second_weight: float, name: str = "rhetoric_textcat", version: Optional[str] = None,
+) -> Language:
+    """Write pipeline folder ``output``: ``target`` with its classifier
+    ``name`` replaced by the weighted mean of its probabilities and those of
+    ``second``'s classifier of that name (``spacy_rhetoric.ProbabilityAverage.v1``,
+    ``second_weight`` the second's share). The second classifier is made
+    self-contained first (``replace_listeners``: its own copy of the encoder
+    it listens to), and ``second``'s static vectors are copied into
+    ``output``'s vocab when it has any, since its embedding reads them.
+    Thresholds and decoding settings stay ``target``'s: tune them again on
+    dev (``rhetoric tune-thresholds-raw``). Every other file of ``target``
+    is copied byte for byte.
+
+    Raises ValueError when either pipeline lacks ``name`` or the two
+    classifiers' labels differ, and for a weight outside [0, 1].
+    """
+    import shutil
+
+    from .ml.ensemble import build_probability_average
+
+    target, second, output = Path(target), Path(second), Path(output)
+    nlp, src = spacy.load(target), spacy.load(second)
+    for pipeline, path in ((nlp, target), (src, second)):
+        if name not in pipeline.pipe_names:
+            raise ValueError(f"{path} has no component {name!r}: {pipeline.pipe_names}")
+    first_pipe, second_pipe = nlp.get_pipe(name), src.get_pipe(name)
+    if tuple(first_pipe.labels) != tuple(second_pipe.labels):
+        raise ValueError(f"{target} and {second} label their {name} differently")
+    make_self_contained(src, name)
+    config = nlp.config
+    first_cfg = config["components"][name]["model"]
+    config["components"][name]["model"] = {
+        "@architectures": "spacy_rhetoric.ProbabilityAverage.v1",
+        "second_weight": float(second_weight),
+        "first": first_cfg,
+        "second": src.config["components"][name]["model"],
+    }
+    first_pipe.model = build_probability_average(first_pipe.model, src.get_pipe(name).model, second_weight)
+    if output.resolve() != target.resolve():
+        shutil.copytree(target, output, dirs_exist_ok=True)
+    shutil.rmtree(output / name, ignore_errors=True)
+    first_pipe.to_disk(output / name, exclude=["vocab"])
+    config.to_disk(output / "config.cfg")
+    if src.vocab.vectors.shape[0]:
+        for file in VECTOR_FILES:
+            shutil.copyfile(second / "vocab" / file, output / "vocab" / file)
+    meta = srsly.read_json(target / "meta.json")
+    if src.vocab.vectors.shape[0]:
+        meta["vectors"] = src.meta.get("vectors", meta.get("vectors"))
+    if version:
+        meta["version"] = version
+    # the second classifier was trained on the second pipeline's corpora and vectors
+    sources = meta.setdefault("sources", [])
+    sources.extend(s for s in src.meta.get("sources", []) if s not in sources)
+    rhetoric = meta.setdefault("rhetoric", {})
+    trained_from = rhetoric.setdefault("trained_from", {})
+    # where the first member was trained stays recorded
+    trained_from[name] = {**trained_from.get(name, {"source": _portable(target)}),
+                          "averaged_with": _portable(second), "second_weight": float(second_weight)}
+    srsly.write_json(output / "meta.json", meta)
+    return spacy.load(output)

@@ -151,6 +151,30 @@ def tune_thresholds_raw_cmd(
     msg.good(f"wrote {output}")
 
 
+@app.command("average-classifiers")
+def average_classifiers_cmd(
+    target: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline whose classifier is the first member, e.g. training/zh_rhetoric_trf_final"),
+    second: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline with the second classifier, e.g. pipelines/zh_rhetoric"),
+    output: Path = typer.Argument(..., help="Folder for the pipeline with the averaged classifier (may be TARGET)"),
+    second_weight: float = typer.Option(0.3, "--second-weight", help="The second classifier's share of the averaged probabilities, in [0, 1]"),
+    name: str = typer.Option("rhetoric_textcat", "--name", help="The classifier in both pipelines"),
+    version: Optional[str] = typer.Option(None, "--version", help="Version for the output's meta"),
+) -> None:
+    """Average two pipelines' sentence classifiers (spacy_rhetoric.ProbabilityAverage.v1):
+    TARGET with its classifier's probabilities mixed with SECOND's, which gets
+    its own copy of its encoder. Tune the thresholds again afterwards
+    (tune-thresholds-raw)."""
+    from wasabi import msg
+
+    from ..pipeline import average_classifiers
+
+    try:
+        nlp = average_classifiers(target, second, output, second_weight=second_weight, name=name, version=version)
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    msg.good(f"wrote {output}: {', '.join(nlp.pipe_names)}")
+
+
 @app.command("add-component")
 def add_component_cmd(
     target: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline folder to add to, e.g. pipelines/zh_rhetoric"),

@@ -1,0 +1,109 @@
+"""``spacy_rhetoric.ProbabilityAverage.v1`` and ``rhetoric average-classifiers``."""
+from __future__ import annotations
+
+import numpy
+import pytest
+import spacy
+import srsly
+from thinc.api import Model
+
+from rhetoric_helpers import ROOT
+from spacy_rhetoric.ml.ensemble import build_probability_average
+from spacy_rhetoric.pipeline import VECTOR_FILES, average_classifiers, listener_paths, make_self_contained
+
+
+def _constant(values, seen):
+    """A model that outputs ``values`` and records the gradient it gets."""
+    def forward(model, X, is_train):
+        def backprop(dY):
+            seen.append(dY)
+            return X
+        return model.ops.asarray2f(values), backprop
+
+    return Model("constant", forward, dims={"nO": len(values[0])})
+
+
+def test_weighted_mean_and_shares_of_the_gradient():
+    g1, g2 = [], []
+    first = _constant([[0.9, 0.1], [0.2, 0.4]], g1)
+    second = _constant([[0.5, 0.5], [0.0, 1.0]], g2)
+    model = build_probability_average(first, second, 0.3)
+    Y, backprop = model(("docs", "spans"), is_train=True)
+    numpy.testing.assert_allclose(Y, [[0.78, 0.22], [0.14, 0.58]], rtol=1e-6)
+    assert backprop(numpy.ones((2, 2), dtype="f")) == ("docs", "spans")
+    numpy.testing.assert_allclose(g1[0], 0.7)
+    numpy.testing.assert_allclose(g2[0], 0.3)
+
+
+@pytest.mark.parametrize("weight", [-0.1, 1.5])
+def test_weight_outside_unit_interval(weight):
+    with pytest.raises(ValueError, match="second_weight"):
+        build_probability_average(_constant([[0.5]], []), _constant([[0.5]], []), weight)
+
+
+def test_members_that_disagree_on_shape():
+    model = build_probability_average(_constant([[0.5, 0.5]], []), _constant([[0.5]], []), 0.5)
+    with pytest.raises(ValueError, match="output shape"):
+        model.predict(("docs", "spans"))
+
+
+def _params(model):
+    """Every parameter and torch weight of ``model``, in walk order, as bytes."""
+    found = []
+    for node in model.walk():
+        found.extend((name, node.get_param(name).tobytes()) for name in node.param_names if node.has_param(name))
+        for shim in node.shims:
+            found.extend((k, v.numpy().tobytes()) for k, v in shim._model.state_dict().items())
+    return found
+
+
+@pytest.fixture(scope="module")
+def averaged(tmp_path_factory):
+    """zh_rhetoric's classifier averaged with itself, written and reloaded."""
+    out = tmp_path_factory.mktemp("averaged") / "zh_rhetoric_avg"
+    source = ROOT / "pipelines" / "zh_rhetoric"
+    return source, out, average_classifiers(source, source, out, second_weight=0.3, version="9.9.9")
+
+
+def test_written_pipeline_reloads_with_both_members(averaged):
+    source, out, nlp = averaged
+    model_cfg = nlp.config["components"]["rhetoric_textcat"]["model"]
+    assert model_cfg["@architectures"] == "spacy_rhetoric.ProbabilityAverage.v1"
+    assert model_cfg["second_weight"] == pytest.approx(0.3)
+    # the second member has its own encoder, no listener to the pipeline's tok2vec
+    assert model_cfg["second"]["tok2vec"]["@architectures"] == "spacy_rhetoric.ParagraphTok2Vec.v1"
+    assert listener_paths(model_cfg["second"]) == [] and listener_paths(model_cfg["first"]) == ["model.tok2vec"]
+    # the second member's weights were saved and loaded, not left at their initialisation
+    reference = spacy.load(source)
+    make_self_contained(reference, "rhetoric_textcat")
+    second = nlp.get_pipe("rhetoric_textcat").model.layers[1]
+    assert _params(second) == _params(reference.get_pipe("rhetoric_textcat").model)
+    for file in VECTOR_FILES:
+        assert (out / "vocab" / file).read_bytes() == (source / "vocab" / file).read_bytes()
+    meta = srsly.read_json(out / "meta.json")
+    assert meta["version"] == "9.9.9"
+    assert meta["sources"] == srsly.read_json(source / "meta.json")["sources"]
+    assert meta["rhetoric"]["trained_from"]["rhetoric_textcat"]["second_weight"] == pytest.approx(0.3)
+    # the other components' files are the source's, byte for byte
+    assert (out / "parallelism_linker" / "model").read_bytes() == (source / "parallelism_linker" / "model").read_bytes()
+
+
+def test_a_classifier_averaged_with_itself_answers_as_before(averaged, pse_dir):
+    """On real essays, after a first nlp(text) as users call it."""
+    from spacy_rhetoric.benchmark import pse_test_texts
+
+    source, _, nlp = averaged
+    texts = pse_test_texts(pse_dir)["texts"][:3]
+    reference = spacy.load(source)
+    nlp(texts[0])
+    for doc, ref in zip(nlp.pipe(texts), reference.pipe(texts)):
+        for key in ("rhetoric", "rhetoric_form", "rhetoric_components"):
+            assert [(s.start, s.end, s.label_) for s in doc.spans[key]] == [(s.start, s.end, s.label_) for s in ref.spans[key]]
+        numpy.testing.assert_allclose(doc.spans["rhetoric"].attrs["scores"], ref.spans["rhetoric"].attrs["scores"], atol=1e-6)
+
+
+def test_a_pipeline_without_the_classifier(tmp_path):
+    nlp = spacy.blank("zh")
+    nlp.to_disk(tmp_path / "blank")
+    with pytest.raises(ValueError, match="no component 'rhetoric_textcat'"):
+        average_classifiers(tmp_path / "blank", ROOT / "pipelines" / "zh_rhetoric", tmp_path / "out", second_weight=0.3)
