@@ -107,3 +107,24 @@ def test_a_pipeline_without_the_classifier(tmp_path):
     nlp.to_disk(tmp_path / "blank")
     with pytest.raises(ValueError, match="no component 'rhetoric_textcat'"):
         average_classifiers(tmp_path / "blank", ROOT / "pipelines" / "zh_rhetoric", tmp_path / "out", second_weight=0.3)
+
+
+def test_shipped_transformer_pipeline_in_two_processes_after_a_first_call(pse_dir):
+    """``zh_rhetoric_trf`` as users run it: ``nlp(text)`` first, then
+    ``nlp.pipe(..., n_process=2)``; the averaged classifier (its second
+    member's own encoder included) gives the one-process answers."""
+    from spacy_rhetoric.benchmark import pse_test_texts
+
+    nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric_trf")
+    model_cfg = nlp.config["components"]["rhetoric_textcat"]["model"]
+    assert model_cfg["@architectures"] == "spacy_rhetoric.ProbabilityAverage.v1"
+    texts = pse_test_texts(pse_dir)["texts"][:4]
+    nlp(texts[0])
+
+    def answers(docs):
+        return [[(s.start, s.end, s.label_, round(float(sc), 4)) for s, sc in zip(d.spans["rhetoric"], d.spans["rhetoric"].attrs["scores"])]
+                for d in docs]
+
+    one = answers(nlp.pipe(texts, batch_size=2))
+    assert any(one)
+    assert answers(nlp.pipe(texts, batch_size=2, n_process=2)) == one
