@@ -505,8 +505,9 @@ def average_classifiers(
     dev (``rhetoric tune-thresholds-raw``). Every other file of ``target``
     is copied byte for byte.
 
-    Raises ValueError when either pipeline lacks ``name`` or the two
-    classifiers' labels differ, and for a weight outside [0, 1].
+    Raises ValueError when either pipeline lacks ``name``, the two
+    classifiers' labels differ, both pipelines have static vectors and they
+    differ, and for a weight outside [0, 1].
     """
     import shutil
 
@@ -520,6 +521,10 @@ def average_classifiers(
     first_pipe, second_pipe = nlp.get_pipe(name), src.get_pipe(name)
     if tuple(first_pipe.labels) != tuple(second_pipe.labels):
         raise ValueError(f"{target} and {second} label their {name} differently")
+    if nlp.vocab.vectors.shape[0] and src.vocab.vectors.shape[0] \
+            and nlp.vocab.vectors.to_bytes() != src.vocab.vectors.to_bytes():
+        # one vocab holds one table: the first member's vectors would be replaced
+        raise ValueError(f"{target} and {second} have different static vectors")
     make_self_contained(src, name)
     config = nlp.config
     first_cfg = config["components"][name]["model"]

@@ -128,3 +128,20 @@ def test_shipped_transformer_pipeline_in_two_processes_after_a_first_call(pse_di
     one = answers(nlp.pipe(texts, batch_size=2))
     assert any(one)
     assert answers(nlp.pipe(texts, batch_size=2, n_process=2)) == one
+
+
+def test_pipelines_with_different_vectors(tmp_path):
+    """One vocab holds one vector table: averaging must not replace the
+    first member's vectors by the second's."""
+    import shutil
+
+    from spacy.vectors import Vectors
+
+    target = tmp_path / "other_vectors"
+    shutil.copytree(ROOT / "pipelines" / "zh_rhetoric", target)
+    nlp = spacy.load(target)
+    nlp.vocab.vectors = Vectors(data=numpy.ones((1, 100), dtype="f"), keys=[nlp.vocab.strings.add("月光")])
+    nlp.vocab.to_disk(target / "vocab")
+    with pytest.raises(ValueError, match="different static vectors"):
+        average_classifiers(target, ROOT / "pipelines" / "zh_rhetoric", tmp_path / "out", second_weight=0.3)
+    assert not (tmp_path / "out").exists()
