@@ -145,3 +145,18 @@ def test_pipelines_with_different_vectors(tmp_path):
     with pytest.raises(ValueError, match="different static vectors"):
         average_classifiers(target, ROOT / "pipelines" / "zh_rhetoric", tmp_path / "out", second_weight=0.3)
     assert not (tmp_path / "out").exists()
+
+
+def test_pipelines_with_the_same_vectors_and_other_strings(tmp_path):
+    """The same vector table in a vocab with other strings (as in
+    zh_rhetoric_trf, whose vocab holds the transformer's strings) is the
+    same table."""
+    import shutil
+
+    target = tmp_path / "more_strings"
+    shutil.copytree(ROOT / "pipelines" / "zh_rhetoric", target)
+    nlp = spacy.load(target)
+    nlp.vocab.strings.add("只在这个词表里的词")
+    nlp.vocab.to_disk(target / "vocab")
+    out = average_classifiers(target, ROOT / "pipelines" / "zh_rhetoric", tmp_path / "out", second_weight=0.3)
+    assert "只在这个词表里的词" in out.vocab.strings
