@@ -530,8 +530,8 @@ def average_classifiers(
     first_pipe, second_pipe = nlp.get_pipe(name), src.get_pipe(name)
     if tuple(first_pipe.labels) != tuple(second_pipe.labels):
         raise ValueError(f"{target} and {second} label their {name} differently")
-    if nlp.vocab.vectors.shape[0] and src.vocab.vectors.shape[0] \
-            and not _same_vectors(nlp.vocab.vectors, src.vocab.vectors):
+    copy_vectors = bool(src.vocab.vectors.shape[0])
+    if copy_vectors and nlp.vocab.vectors.shape[0] and not _same_vectors(nlp.vocab.vectors, src.vocab.vectors):
         # one vocab holds one table: the first member's vectors would be replaced
         raise ValueError(f"{target} and {second} have different static vectors")
     make_self_contained(src, name)
@@ -543,17 +543,16 @@ def average_classifiers(
         "first": first_cfg,
         "second": src.config["components"][name]["model"],
     }
-    first_pipe.model = build_probability_average(first_pipe.model, src.get_pipe(name).model, second_weight)
+    first_pipe.model = build_probability_average(first_pipe.model, second_pipe.model, second_weight)
     if output.resolve() != target.resolve():
         shutil.copytree(target, output, dirs_exist_ok=True)
     shutil.rmtree(output / name, ignore_errors=True)
     first_pipe.to_disk(output / name, exclude=["vocab"])
     config.to_disk(output / "config.cfg")
-    if src.vocab.vectors.shape[0]:
+    meta = srsly.read_json(target / "meta.json")
+    if copy_vectors:
         for file in VECTOR_FILES:
             shutil.copyfile(second / "vocab" / file, output / "vocab" / file)
-    meta = srsly.read_json(target / "meta.json")
-    if src.vocab.vectors.shape[0]:
         meta["vectors"] = src.meta.get("vectors", meta.get("vectors"))
     if version:
         meta["version"] = version
