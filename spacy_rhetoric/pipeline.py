@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -499,6 +500,25 @@ def _same_vectors(a, b) -> bool:
             and numpy.array_equal(numpy.asarray(a.data), numpy.asarray(b.data)))
 
 
+def _shared_encoder(nlp: Language, src: Language, name: str) -> Optional[str]:
+    """Name of the ``tok2vec`` component of ``src`` that its component
+    ``name`` listens to, when ``nlp`` can run it as one shared component:
+    ``nlp`` has no component of that name yet, or has one with the same
+    weights placed before ``name``. None otherwise (the listener is then
+    replaced by a copy of the encoder)."""
+    from spacy.pipeline import Tok2Vec
+
+    upstream = [n for n, pipe in src.pipeline if isinstance(pipe, Tok2Vec) and name in pipe.listening_components]
+    if not upstream:
+        return None
+    shared = upstream[0]
+    if shared not in nlp.pipe_names:
+        return shared
+    own = nlp.get_pipe(shared)
+    same = isinstance(own, Tok2Vec) and own.to_bytes(exclude=["vocab"]) == src.get_pipe(shared).to_bytes(exclude=["vocab"])
+    return shared if same and nlp.pipe_names.index(shared) < nlp.pipe_names.index(name) else None
+
+
 def average_classifiers(
     target: Union[str, Path], second: Union[str, Path], output: Union[str, Path], *,
     second_weight: float, name: str = "rhetoric_textcat", version: Optional[str] = None,
@@ -506,13 +526,17 @@ def average_classifiers(
     """Write pipeline folder ``output``: ``target`` with its classifier
     ``name`` replaced by the weighted mean of its probabilities and those of
     ``second``'s classifier of that name (``spacy_rhetoric.ProbabilityAverage.v1``,
-    ``second_weight`` the second's share). The second classifier is made
-    self-contained first (``replace_listeners``: its own copy of the encoder
-    it listens to), and ``second``'s static vectors are copied into
-    ``output``'s vocab when it has any, since its embedding reads them.
-    Thresholds and decoding settings stay ``target``'s: tune them again on
-    dev (``rhetoric tune-thresholds-raw``). Every other file of ``target``
-    is copied byte for byte.
+    ``second_weight`` the second's share). When the second classifier
+    listens to a ``tok2vec`` component, that component joins ``output``'s
+    pipeline before ``name`` (or is reused when ``target`` already holds one
+    with the same weights), so one static encoder runs once for every
+    second member that listens to it; otherwise the second classifier is
+    made self-contained (``replace_listeners``: its own copy of the encoder).
+    ``second``'s static vectors are copied into ``output``'s vocab when it
+    has any, since its embedding reads them. Thresholds and decoding
+    settings stay ``target``'s: tune them again on dev (``rhetoric
+    tune-thresholds-raw``). Every other file of ``target`` is copied byte
+    for byte.
 
     Raises ValueError when either pipeline lacks ``name``, the two
     classifiers' labels differ, both pipelines have static vectors and they
@@ -534,7 +558,14 @@ def average_classifiers(
     if copy_vectors and nlp.vocab.vectors.shape[0] and not _same_vectors(nlp.vocab.vectors, src.vocab.vectors):
         # one vocab holds one table: the first member's vectors would be replaced
         raise ValueError(f"{target} and {second} have different static vectors")
-    make_self_contained(src, name)
+    shared = _shared_encoder(nlp, src, name)
+    if shared is None:
+        make_self_contained(src, name)
+    elif shared not in nlp.pipe_names:
+        with warnings.catch_warnings():
+            # W113 (source vectors differ): the second's vectors are copied below
+            warnings.simplefilter("ignore", UserWarning)
+            nlp.add_pipe(shared, source=src, before=name)
     config = nlp.config
     first_cfg = config["components"][name]["model"]
     config["components"][name]["model"] = {
@@ -550,6 +581,12 @@ def average_classifiers(
     first_pipe.to_disk(output / name, exclude=["vocab"])
     config.to_disk(output / "config.cfg")
     meta = srsly.read_json(target / "meta.json")
+    if shared is not None and shared not in meta.get("pipeline", []):
+        shutil.rmtree(output / shared, ignore_errors=True)
+        nlp.get_pipe(shared).to_disk(output / shared, exclude=["vocab"])
+        meta["pipeline"], meta["components"] = list(nlp.pipe_names), list(nlp.component_names)
+        meta.setdefault("labels", {})[shared] = []
+        meta.setdefault("rhetoric", {}).setdefault("trained_from", {})[shared] = {"source": _portable(second)}
     if copy_vectors:
         for file in VECTOR_FILES:
             shutil.copyfile(second / "vocab" / file, output / "vocab" / file)

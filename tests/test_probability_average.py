@@ -70,12 +70,11 @@ def test_written_pipeline_reloads_with_both_members(averaged):
     model_cfg = nlp.config["components"]["rhetoric_textcat"]["model"]
     assert model_cfg["@architectures"] == "spacy_rhetoric.ProbabilityAverage.v1"
     assert model_cfg["second_weight"] == pytest.approx(0.3)
-    # the second member has its own encoder, no listener to the pipeline's tok2vec
-    assert model_cfg["second"]["tok2vec"]["@architectures"] == "spacy_rhetoric.ParagraphTok2Vec.v1"
-    assert listener_paths(model_cfg["second"]) == [] and listener_paths(model_cfg["first"]) == ["model.tok2vec"]
+    # the target's tok2vec has the second's weights: both members listen to it
+    assert listener_paths(model_cfg["second"]) == ["model.tok2vec"] and listener_paths(model_cfg["first"]) == ["model.tok2vec"]
+    assert nlp.pipe_names == spacy.load(source).pipe_names
     # the second member's weights were saved and loaded, not left at their initialisation
     reference = spacy.load(source)
-    make_self_contained(reference, "rhetoric_textcat")
     second = nlp.get_pipe("rhetoric_textcat").model.layers[1]
     assert _params(second) == _params(reference.get_pipe("rhetoric_textcat").model)
     for file in VECTOR_FILES:
@@ -112,12 +111,14 @@ def test_a_pipeline_without_the_classifier(tmp_path):
 def test_shipped_transformer_pipeline_in_two_processes_after_a_first_call(pse_dir):
     """``zh_rhetoric_trf`` as users run it: ``nlp(text)`` first, then
     ``nlp.pipe(..., n_process=2)``; the averaged classifier (its second
-    member's own encoder included) gives the one-process answers."""
+    member listening to the shared static ``tok2vec``) gives the
+    one-process answers."""
     from spacy_rhetoric.benchmark import pse_test_texts
 
     nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric_trf")
     model_cfg = nlp.config["components"]["rhetoric_textcat"]["model"]
     assert model_cfg["@architectures"] == "spacy_rhetoric.ProbabilityAverage.v1"
+    assert nlp.get_pipe("tok2vec").listening_components == ["rhetoric_textcat", "rhetoric_components"]
     texts = pse_test_texts(pse_dir)["texts"][:4]
     nlp(texts[0])
 
@@ -160,3 +161,56 @@ def test_pipelines_with_the_same_vectors_and_other_strings(tmp_path):
     nlp.vocab.to_disk(target / "vocab")
     out = average_classifiers(target, ROOT / "pipelines" / "zh_rhetoric", tmp_path / "out", second_weight=0.3)
     assert "只在这个词表里的词" in out.vocab.strings
+
+
+def _without_encoder(path):
+    """``zh_rhetoric`` with every listener replaced by its own copy of the
+    encoder and no ``tok2vec`` component: a target that has no static
+    encoder to share, as ``zh_rhetoric_trf`` has none."""
+    nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
+    for name in list(nlp.get_pipe("tok2vec").listening_components):
+        make_self_contained(nlp, name)
+    nlp.remove_pipe("tok2vec")
+    nlp.to_disk(path)
+    return path
+
+
+def test_a_target_without_the_encoder_gets_it_once(tmp_path, pse_dir):
+    """Both second members listen to one ``tok2vec`` added before the
+    classifier, written to disk, and the answers equal the source's (each
+    average is of two copies of the same classifier)."""
+    from spacy_rhetoric.benchmark import pse_test_texts
+
+    source = ROOT / "pipelines" / "zh_rhetoric"
+    target = _without_encoder(tmp_path / "no_encoder")
+    out = tmp_path / "out"
+    average_classifiers(target, source, out, second_weight=0.3)
+    nlp = average_classifiers(out, source, out, name="rhetoric_components", second_weight=0.3)
+    names = nlp.pipe_names
+    assert names.count("tok2vec") == 1 and names.index("tok2vec") < names.index("rhetoric_textcat")
+    assert nlp.get_pipe("tok2vec").listening_components == ["rhetoric_textcat", "rhetoric_components"]
+    meta = srsly.read_json(out / "meta.json")
+    assert meta["pipeline"] == names and meta["rhetoric"]["trained_from"]["tok2vec"] == {"source": "pipelines/zh_rhetoric"}
+    assert (out / "tok2vec" / "model").read_bytes() == (source / "tok2vec" / "model").read_bytes()
+    texts = pse_test_texts(pse_dir)["texts"][:3]
+    reference = spacy.load(source)
+    nlp(texts[0])
+    for doc, ref in zip(nlp.pipe(texts), reference.pipe(texts)):
+        for key in ("rhetoric", "rhetoric_components"):
+            assert [(s.start, s.end, s.label_) for s in doc.spans[key]] == [(s.start, s.end, s.label_) for s in ref.spans[key]]
+            numpy.testing.assert_allclose(doc.spans[key].attrs["scores"], ref.spans[key].attrs["scores"], atol=1e-5)
+
+
+def test_a_target_whose_encoder_differs_gets_a_copy(tmp_path):
+    """The target's own ``tok2vec`` has other weights: it cannot serve the
+    second member, which gets its own copy of the encoder."""
+    target = tmp_path / "other_encoder"
+    nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
+    model = nlp.get_pipe("tok2vec").model
+    node = next(n for n in model.walk() if "W" in n.param_names and n.has_param("W"))
+    node.set_param("W", node.get_param("W") * 1.01)
+    nlp.to_disk(target)
+    out = average_classifiers(target, ROOT / "pipelines" / "zh_rhetoric", tmp_path / "out", second_weight=0.3)
+    model_cfg = out.config["components"]["rhetoric_textcat"]["model"]
+    assert model_cfg["second"]["tok2vec"]["@architectures"] == "spacy_rhetoric.ParagraphTok2Vec.v1"
+    assert listener_paths(model_cfg["second"]) == [] and out.pipe_names.count("tok2vec") == 1

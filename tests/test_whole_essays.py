@@ -109,7 +109,6 @@ def test_before_overrides_name_the_old_encoders():
     cpu = we.before_overrides(load_config(CPU_PIPELINE / "config.cfg"))
     assert cpu == {"components.tok2vec.model.@architectures": "spacy.Tok2Vec.v2"}
     trf = we.before_overrides(load_config(ROOT / "pipelines" / "zh_rhetoric_trf" / "config.cfg"))
-    # the transformer, and the static-vector encoders of the averaged models' second members
+    # the transformer, and the static-vector encoder the averaged models' second members share
     assert trf == {"components.transformer.model.get_spans.@span_getters": "spacy-transformers.strided_spans.v1",
-                   "components.rhetoric_textcat.model.second.tok2vec.@architectures": "spacy.Tok2Vec.v2",
-                   "components.rhetoric_components.model.second.tok2vec.@architectures": "spacy.Tok2Vec.v2"}
+                   "components.tok2vec.model.@architectures": "spacy.Tok2Vec.v2"}

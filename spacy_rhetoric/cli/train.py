@@ -161,9 +161,11 @@ def average_classifiers_cmd(
     version: Optional[str] = typer.Option(None, "--version", help="Version for the output's meta"),
 ) -> None:
     """Average two pipelines' sentence classifiers (spacy_rhetoric.ProbabilityAverage.v1):
-    TARGET with its classifier's probabilities mixed with SECOND's, which gets
-    its own copy of its encoder. Tune the thresholds again afterwards
-    (tune-thresholds-raw)."""
+    TARGET with its classifier's probabilities mixed with SECOND's. SECOND's
+    tok2vec joins TARGET's pipeline once, shared by every second member that
+    listens to it (TARGET's own tok2vec when it has the same weights); any
+    other encoder is copied into the second member. Tune the thresholds
+    again afterwards (tune-thresholds-raw)."""
     from wasabi import msg
 
     from ..pipeline import average_classifiers
