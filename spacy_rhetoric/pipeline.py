@@ -564,7 +564,7 @@ def average_classifiers(
     elif shared not in nlp.pipe_names:
         with warnings.catch_warnings():
             # W113 (source vectors differ): the second's vectors are copied below
-            warnings.simplefilter("ignore", UserWarning)
+            warnings.filterwarnings("ignore", message=r"\[W113\]")
             nlp.add_pipe(shared, source=src, before=name)
     config = nlp.config
     first_cfg = config["components"][name]["model"]
