@@ -207,3 +207,52 @@ def test_shipped_transformer_pipeline_gives_the_padded_answers(pse_dir):
     texts = [item.text for item in iter_inputs([pse_dir], split="test")][:3]
     for by_length_doc, padded_doc in zip(shipped.pipe(texts), padded.pipe(texts)):
         assert max_difference(annotations(by_length_doc), annotations(padded_doc)) <= TOLERANCE
+
+
+def test_negative_cpu_threads_below_minus_one_is_a_clear_error(bert):
+    with pytest.raises(ValueError, match=r"\[R207\]"):
+        _pipeline(bert, BY_LENGTH, cpu_threads=-2)
+
+
+def test_encoder_threads(monkeypatch):
+    from spacy_rhetoric.ml import threads
+
+    monkeypatch.setattr(threads, "_forked", False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert threads.encoder_threads(0) is None
+    assert threads.encoder_threads(2) == 2
+    assert threads.encoder_threads(-1) == 3 == threads.machine_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert threads.machine_threads() >= 1
+    # a forked n_process worker keeps the fork handler's one thread
+    monkeypatch.setattr(threads, "_forked", True)
+    assert threads.encoder_threads(2) is None and threads.encoder_threads(-1) is None
+
+
+def test_cpu_threads_apply_to_the_encoder_alone(bert, simile_dir, monkeypatch):
+    """The caller runs torch on one thread (as ``rhetoric analyze`` does);
+    the encoder's prediction runs on ``cpu_threads`` and the caller's
+    setting is back afterwards. Training and a forked worker are left as
+    they are."""
+    from spacy_rhetoric.ml import threads
+    from spacy_rhetoric.records import single_torch_thread
+
+    monkeypatch.setattr(threads, "_forked", False)
+    refs = list(simile_docs(simile_dir, "Train", 12))
+    nlp = _pipeline(bert, BY_LENGTH, cpu_threads=2)
+    nlp.initialize(lambda: examples_for(nlp, refs[:8]))
+    module = nlp.get_pipe("transformer").model.layers[0].shims[0]._model
+    seen = []
+    module.register_forward_pre_hook(lambda m, args, kwargs: seen.append(torch.get_num_threads()), with_kwargs=True)
+    docs = [Doc(nlp.vocab, words=[t.text for t in ref]) for ref in refs[8:]]
+    with single_torch_thread():
+        list(nlp.pipe(docs))
+        assert seen and set(seen) == {2}
+        assert torch.get_num_threads() == 1
+        seen.clear()
+        nlp.update(examples_for(nlp, refs[:4]))
+        assert set(seen) == {1}
+        seen.clear()
+        monkeypatch.setattr(threads, "_forked", True)
+        list(nlp.pipe(docs))
+        assert set(seen) == {1}

@@ -17,13 +17,19 @@ worker. Before a fork, ``TOKENIZERS_PARALLELISM`` is therefore set to
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from typing import Iterator, Optional
 
 _registered = False
+#: set in a child forked from this process (spaCy's n_process workers)
+_forked = False
 
 
 def _one_torch_thread() -> None:
+    global _forked
     import torch
 
+    _forked = True
     torch.set_num_threads(1)
 
 
@@ -41,3 +47,48 @@ def register_fork_handler() -> None:
         return
     os.register_at_fork(before=_no_tokenizer_threads, after_in_child=_one_torch_thread)
     _registered = True
+
+
+def machine_threads() -> int:
+    """Threads for "all of this machine": ``OMP_NUM_THREADS`` when the user
+    set it, else the cores this process may run on."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def encoder_threads(cpu_threads: int) -> Optional[int]:
+    """torch threads for a transformer encoder's prediction on a CPU, or
+    None to leave torch's current setting: ``cpu_threads`` 0, and always in
+    a forked worker (one thread there: the pool does not survive the fork,
+    and N workers already share the cores). -1 is :func:`machine_threads`.
+
+    Why: ``rhetoric analyze``, the service and the benchmark run torch on one
+    thread (:func:`spacy_rhetoric.records.single_torch_thread`), which suits
+    the small BiLSTMs, while the encoder's large products gain from every
+    core (``docs/service.md``).
+    """
+    if cpu_threads == 0 or _forked:
+        return None
+    return machine_threads() if cpu_threads < 0 else cpu_threads
+
+
+@contextmanager
+def torch_threads(n: Optional[int]) -> Iterator[None]:
+    """Run the block with torch on ``n`` threads (None: unchanged), then
+    restore the caller's setting."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -18,7 +18,9 @@ With right padding and an attention mask this gives the same hidden states
 up to floating-point rounding; with ``batch_tokens = 0`` a span's states
 do not even depend on the other spans of the batch. Optionally
 (``int8_on_cpu``) the sub-batches run on a CPU through the int8 copy of the
-encoder (:mod:`spacy_rhetoric.ml.quantized_transformer`).
+encoder (:mod:`spacy_rhetoric.ml.quantized_transformer`). In prediction on
+a CPU the encoder runs on ``cpu_threads`` torch threads however few the
+caller set (:func:`spacy_rhetoric.ml.threads.encoder_threads`).
 
 In training the gradients flow back through the regrouping to the same
 parameters, so an update is TransformerModel.v3's up to rounding (dropout
@@ -37,6 +39,7 @@ from thinc.api import Model
 from ..errors import Errors
 from .batching import length_batches
 from .quantized_transformer import on_cpu, quantized_copy
+from .threads import encoder_threads, torch_threads
 
 #: Fields of a Hugging Face model output that are (rows, length, width).
 _PER_POSITION = ("last_hidden_state", "hidden_states")
@@ -135,27 +138,32 @@ def _empty_like(field: str, value, n_rows: int, n_positions: int):
     raise ValueError(Errors.R206.format(field=field))
 
 
-def wrap_forward(float_forward: Callable, *, batch_tokens: Optional[int], int8_on_cpu: bool) -> Callable:
+def wrap_forward(float_forward: Callable, *, batch_tokens: Optional[int], int8_on_cpu: bool,
+                 cpu_threads: int = 0) -> Callable:
     """TransformerModel.v3's forward whose encoder runs by length
     (``batch_tokens`` not None: in training too, where the gradients flow
     through the regrouping) and, in prediction on a CPU, int8
-    (``int8_on_cpu``); with neither it is ``float_forward`` as it is."""
+    (``int8_on_cpu``) on ``cpu_threads`` torch threads
+    (:func:`spacy_rhetoric.ml.threads.encoder_threads`); with none of them
+    it is ``float_forward`` as it is."""
     def forward(model: Model, docs: List[Doc], is_train: bool):
         shim = model.layers[0].shims[0]
         module = shim._model
         if module is None:
             return float_forward(model, docs, is_train)
-        encoder = quantized_copy(module) if int8_on_cpu and not is_train and on_cpu(module) else module
-        if batch_tokens is not None:
-            encoder = LengthBatchedEncoder(encoder, batch_tokens)
-        if encoder is module:
-            return float_forward(model, docs, is_train)
-        # the backprop callback uses torch's graph, not shim._model: restoring is safe
-        shim._model = encoder
-        try:
-            return float_forward(model, docs, is_train)
-        finally:
-            shim._model = module
+        predict_on_cpu = not is_train and on_cpu(module)
+        with torch_threads(encoder_threads(cpu_threads) if predict_on_cpu else None):
+            encoder = quantized_copy(module) if int8_on_cpu and predict_on_cpu else module
+            if batch_tokens is not None:
+                encoder = LengthBatchedEncoder(encoder, batch_tokens)
+            if encoder is module:
+                return float_forward(model, docs, is_train)
+            # the backprop callback uses torch's graph, not shim._model: restoring is safe
+            shim._model = encoder
+            try:
+                return float_forward(model, docs, is_train)
+            finally:
+                shim._model = module
 
     return forward
 
@@ -170,23 +178,32 @@ def create_length_batched_transformer_model(
     grad_scaler_config: Dict[str, Any] = {},
     batch_tokens: int = 0,
     int8_on_cpu: bool = False,
+    cpu_threads: int = 0,
 ) -> Model:
     """``spacy-transformers.TransformerModel.v3`` (the same arguments)
     whose encoder runs by length (module docstring).
 
     batch_tokens: most padded wordpiece positions per sub-batch of spans
     (rows x longest row); 0 runs each span alone. int8_on_cpu: predict on a
-    CPU with the int8 copy of the encoder. Raises ValueError (R205) for a
-    negative ``batch_tokens``. Returns the TransformerModel, so listeners,
-    ``replace_listeners`` and serialisation work as for v3.
+    CPU with the int8 copy of the encoder. cpu_threads: torch threads of
+    that prediction in the main process, whatever the caller set (-1: this
+    machine's cores, 0: the caller's setting); a forked ``n_process``
+    worker keeps its one thread. Raises ValueError (R205) for a negative
+    ``batch_tokens`` and (R207) for ``cpu_threads`` below -1. Returns the
+    TransformerModel, so listeners, ``replace_listeners`` and serialisation
+    work as for v3.
     """
     if batch_tokens < 0:
         raise ValueError(Errors.R205.format(value=batch_tokens))
+    if cpu_threads < -1:
+        raise ValueError(Errors.R207.format(value=cpu_threads))
     return wrapped_transformer_model((name, get_spans, tokenizer_config, transformer_config, mixed_precision,
-                                      grad_scaler_config), batch_tokens=int(batch_tokens), int8_on_cpu=bool(int8_on_cpu))
+                                      grad_scaler_config), batch_tokens=int(batch_tokens), int8_on_cpu=bool(int8_on_cpu),
+                                     cpu_threads=int(cpu_threads))
 
 
-def wrapped_transformer_model(v3_args: tuple, *, batch_tokens: Optional[int], int8_on_cpu: bool) -> Model:
+def wrapped_transformer_model(v3_args: tuple, *, batch_tokens: Optional[int], int8_on_cpu: bool,
+                              cpu_threads: int = 0) -> Model:
     """TransformerModel.v3 built from ``v3_args`` (its positional arguments)
     with its forward wrapped by :func:`wrap_forward`."""
     from spacy_transformers.architectures import create_TransformerModel_v3
@@ -194,7 +211,8 @@ def wrapped_transformer_model(v3_args: tuple, *, batch_tokens: Optional[int], in
     model = create_TransformerModel_v3(*v3_args)
     # settings of the config, not of the saved weights: kept out of
     # model.attrs, which thinc serialises and from_disk would restore
-    model._func = wrap_forward(model._func, batch_tokens=batch_tokens, int8_on_cpu=int8_on_cpu)
+    model._func = wrap_forward(model._func, batch_tokens=batch_tokens, int8_on_cpu=int8_on_cpu,
+                               cpu_threads=cpu_threads)
     return model
 
 
