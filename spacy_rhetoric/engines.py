@@ -297,12 +297,9 @@ class RayAnalyzer:
     def __init__(self, model: str, max_length: Optional[int] = None, with_sections: bool = False) -> None:
         from .pipeline import load_pipeline  # spaCy finds the factories by their entry points
 
-        try:
-            import torch
+        from .ml.threads import mark_worker
 
-            torch.set_num_threads(1)
-        except ImportError:  # pragma: no cover - torch is a dependency
-            pass
+        mark_worker()  # actors share the cores: torch on one thread, the encoder too
         self.nlp = load_pipeline(model)
         if max_length:
             self.nlp.max_length = max_length

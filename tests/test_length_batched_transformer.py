@@ -224,9 +224,14 @@ def test_encoder_threads(monkeypatch):
     assert threads.encoder_threads(-1) == 3 == threads.machine_threads()
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert threads.machine_threads() >= 1
-    # a forked n_process worker keeps the fork handler's one thread
-    monkeypatch.setattr(threads, "_forked", True)
-    assert threads.encoder_threads(2) is None and threads.encoder_threads(-1) is None
+    # a worker (forked for n_process, or a Ray actor) keeps its one thread
+    before = torch.get_num_threads()
+    try:
+        threads.mark_worker()
+        assert torch.get_num_threads() == 1
+        assert threads.encoder_threads(2) is None and threads.encoder_threads(-1) is None
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_cpu_threads_apply_to_the_encoder_alone(bert, simile_dir, monkeypatch):

@@ -21,16 +21,23 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 
 _registered = False
-#: set in a child forked from this process (spaCy's n_process workers)
+#: set in a worker that shares the cores with others: a child forked from
+#: this process (spaCy's n_process workers) or a Ray actor
 _forked = False
 
 
-def _one_torch_thread() -> None:
+def mark_worker() -> None:
+    """This process is one of several workers sharing the cores: torch on
+    one thread, also in a transformer encoder with ``cpu_threads``."""
     global _forked
     import torch
 
     _forked = True
     torch.set_num_threads(1)
+
+
+def _one_torch_thread() -> None:
+    mark_worker()
 
 
 def _no_tokenizer_threads() -> None:
@@ -64,8 +71,9 @@ def machine_threads() -> int:
 def encoder_threads(cpu_threads: int) -> Optional[int]:
     """torch threads for a transformer encoder's prediction on a CPU, or
     None to leave torch's current setting: ``cpu_threads`` 0, and always in
-    a forked worker (one thread there: the pool does not survive the fork,
-    and N workers already share the cores). -1 is :func:`machine_threads`.
+    a worker (:func:`mark_worker`; one thread there: the pool does not
+    survive a fork, and N workers already share the cores). -1 is
+    :func:`machine_threads`.
 
     Why: ``rhetoric analyze``, the service and the benchmark run torch on one
     thread (:func:`spacy_rhetoric.records.single_torch_thread`), which suits
