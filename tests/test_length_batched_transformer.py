@@ -224,6 +224,11 @@ def test_encoder_threads(monkeypatch):
     assert threads.encoder_threads(-1) == 3 == threads.machine_threads()
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert threads.machine_threads() >= 1
+    # a server's request thread keeps the caller's setting
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(threads.encoder_threads, 2).result() is None
     # a worker (forked for n_process, or a Ray actor) keeps its one thread
     before = torch.get_num_threads()
     try:

@@ -58,8 +58,8 @@ endpoints are plain ``def`` functions that FastAPI runs in its threadpool
 (up to 40 threads), so requests are received, validated, serialised and
 answered concurrently, while the pipeline itself analyses one request at a
 time (a ``texts`` request as one ``nlp.pipe`` batch), torch on one thread
-except a transformer encoder with ``cpu_threads`` set (``zh_rhetoric_trf``:
-every core; :func:`spacy_rhetoric.ml.threads.encoder_threads`).
+(a transformer encoder's ``cpu_threads`` apply in the main thread only:
+:func:`spacy_rhetoric.ml.threads.encoder_threads`).
 Throughput is therefore one pipeline's; to use more cores, run several
 ``serve`` processes (each loads its own pipeline, about 0.75 GiB) behind a
 proxy, or use ``rhetoric analyze --engine ray`` for batches. Generation
