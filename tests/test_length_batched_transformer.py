@@ -160,7 +160,7 @@ def _padded_twin(path: Path):
     cfg = spacy.util.load_config(path / "config.cfg", interpolate=False)
     block = cfg["components"]["transformer"]["model"]
     block["@architectures"] = V3
-    for key in ("batch_tokens", "int8_on_cpu"):
+    for key in ("batch_tokens", "int8_on_cpu", "cpu_threads"):
         block.pop(key, None)
     return spacy.util.load_model_from_config(cfg, auto_fill=True, validate=True).from_disk(path)
 
