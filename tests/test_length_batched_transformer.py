@@ -217,7 +217,7 @@ def test_negative_cpu_threads_below_minus_one_is_a_clear_error(bert):
 def test_encoder_threads(monkeypatch):
     from spacy_rhetoric.ml import threads
 
-    monkeypatch.setattr(threads, "_forked", False)
+    monkeypatch.setattr(threads, "_worker", False)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert threads.encoder_threads(0) is None
     assert threads.encoder_threads(2) == 2
@@ -247,7 +247,7 @@ def test_cpu_threads_apply_to_the_encoder_alone(bert, simile_dir, monkeypatch):
     from spacy_rhetoric.ml import threads
     from spacy_rhetoric.records import single_torch_thread
 
-    monkeypatch.setattr(threads, "_forked", False)
+    monkeypatch.setattr(threads, "_worker", False)
     refs = list(simile_docs(simile_dir, "Train", 12))
     nlp = _pipeline(bert, BY_LENGTH, cpu_threads=2)
     nlp.initialize(lambda: examples_for(nlp, refs[:8]))
@@ -263,6 +263,6 @@ def test_cpu_threads_apply_to_the_encoder_alone(bert, simile_dir, monkeypatch):
         nlp.update(examples_for(nlp, refs[:4]))
         assert set(seen) == {1}
         seen.clear()
-        monkeypatch.setattr(threads, "_forked", True)
+        monkeypatch.setattr(threads, "_worker", True)
         list(nlp.pipe(docs))
         assert set(seen) == {1}

@@ -13,6 +13,10 @@ forked child disables it and prints a four-line warning on stderr, once per
 worker. Before a fork, ``TOKENIZERS_PARALLELISM`` is therefore set to
 ``false`` unless the user has set it: the tokenizers then run on one thread
 (a small share of the transformer pipeline's time) and fork silently.
+
+A transformer encoder with ``cpu_threads`` runs its prediction on more
+threads than the caller set, but only in the main thread of a process that
+is not a worker (:func:`encoder_threads`).
 """
 from __future__ import annotations
 
@@ -24,16 +28,16 @@ from typing import Iterator, Optional
 _registered = False
 #: set in a worker that shares the cores with others: a child forked from
 #: this process (spaCy's n_process workers) or a Ray actor
-_forked = False
+_worker = False
 
 
 def mark_worker() -> None:
     """This process is one of several workers sharing the cores: torch on
     one thread, also in a transformer encoder with ``cpu_threads``."""
-    global _forked
+    global _worker
     import torch
 
-    _forked = True
+    _worker = True
     torch.set_num_threads(1)
 
 
@@ -82,7 +86,7 @@ def encoder_threads(cpu_threads: int) -> Optional[int]:
     the small BiLSTMs, while the encoder's large products gain from every
     core (``docs/service.md``).
     """
-    if cpu_threads == 0 or _forked or threading.current_thread() is not threading.main_thread():
+    if cpu_threads == 0 or _worker or threading.current_thread() is not threading.main_thread():
         # OpenMP starts a team of threads for every thread that asks for more
         # than one: a server's request threads would each start their own
         # (measured: /analyze p50 0.46 s instead of 0.41 s)
