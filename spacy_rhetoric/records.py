@@ -138,18 +138,15 @@ def single_torch_thread() -> Iterator[None]:
     its first parallel region (the BiLSTM of ``parallelism_linker``). With
     one process, the small BiLSTM gains nothing from threads and loses much
     on a busy machine (measured: 42 PSE-I essays took 73.9 s with torch's
-    default threads vs 8.5 s with one, 2 shared cores).
+    default threads vs 8.5 s with one, 2 shared cores). A transformer
+    encoder with ``cpu_threads`` still uses every core for its own products
+    (:func:`spacy_rhetoric.ml.threads.encoder_threads`).
     """
-    torch = sys.modules.get("torch")
-    if torch is None:
+    from .ml.threads import torch_threads
+
+    # torch not imported yet: nothing to set (and no reason to import it)
+    with torch_threads(1 if "torch" in sys.modules else None):
         yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def doc_sections(doc: Doc) -> Dict[str, str]:
