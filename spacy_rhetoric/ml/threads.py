@@ -41,10 +41,6 @@ def mark_worker() -> None:
     torch.set_num_threads(1)
 
 
-def _one_torch_thread() -> None:
-    mark_worker()
-
-
 def _no_tokenizer_threads() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -57,7 +53,7 @@ def register_fork_handler() -> None:
     global _registered
     if _registered or not hasattr(os, "register_at_fork"):
         return
-    os.register_at_fork(before=_no_tokenizer_threads, after_in_child=_one_torch_thread)
+    os.register_at_fork(before=_no_tokenizer_threads, after_in_child=mark_worker)
     _registered = True
 
 
