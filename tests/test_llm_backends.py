@@ -210,6 +210,23 @@ def test_transformers_backend_registered_greedy_batched(tiny_path):
     assert checked
 
 
+def test_not_first_bars_how_an_answer_may_begin(tiny_path):
+    """A text in ``not_first`` never begins an answer, greedy or sampled
+    from a shared prompt cache: what keeps a parallelism's branch from
+    being its marker alone."""
+    from spacy_rhetoric.llm.transformers_backend import TransformersBackend
+
+    backend = TransformersBackend(str(tiny_path), seed=0)
+    prompt = "上文：今天。\n修辞：比喻\n本体：月光\n句子：月光"
+    greedy = backend.complete([prompt], n=1, temperature=0.0, max_new_tokens=4, stop="\n")[0][0]
+    first = greedy.text.lstrip()[:1]
+    assert first
+    barred = backend.complete([prompt], n=1, temperature=0.0, max_new_tokens=4, stop="\n", not_first=(first,))[0][0]
+    assert barred.text.strip() and not barred.text.lstrip().startswith(first)
+    sampled = backend.complete([prompt], n=6, temperature=1.0, max_new_tokens=4, stop="\n", not_first=(first,))[0]
+    assert len(sampled) == 6 and not any(s.text.lstrip().startswith(first) or not s.text.strip() for s in sampled)
+
+
 def test_transformers_backend_errors(tiny_path, tmp_path):
     from spacy_rhetoric.llm.transformers_backend import TransformersBackend, pick_device
 

@@ -14,7 +14,7 @@ import torch
 from spacy_rhetoric.components.rhetoric_generator import RhetoricGenerator
 from spacy_rhetoric.evaluation.suggestions import held_out_requests, percentiles, request_rows, summarize
 from spacy_rhetoric.llm.base import Completion
-from spacy_rhetoric.llm.completion import Lead, builtin_shots, make_lead, render_rg_completion
+from spacy_rhetoric.llm.completion import BRANCH_BREAKS, Lead, builtin_shots, make_lead, render_rg_completion
 from spacy_rhetoric.llm.records import essay_rg_records, write_jsonl
 from spacy_rhetoric.llm.tasks import CompletionRGTask, RGRequest
 from spacy_rhetoric.llm.tiny import build_tiny_chat_model
@@ -294,10 +294,11 @@ class ClauseBackend:
     then a line break, so branch-led answers can be checked exactly."""
 
     def __init__(self):
-        self.prompts = []
+        self.prompts, self.decoding = [], []
 
     def complete(self, prompts, *, n=1, stop="\n", **decoding):
         self.prompts.append(list(prompts))
+        self.decoding.append(decoding)
         clauses = {0: "花开，", 1: "雨落；", 2: "叶黄。\n"}
         return [[Completion(clauses[p.rsplit("句子：", 1)[1].count("我爱") - 1] if stop != "\n" else "叶黄。\n",
                             logprob=-1.0, n_tokens=2)
@@ -314,6 +315,8 @@ def test_a_parallelism_lead_begins_three_branches_with_the_marker():
     assert answers[0][0].logprob == -3.0 and answers[0][0].n_tokens == 6  # the forced markers are not scored
     # one call per branch: both samples together, each continuing its own text
     assert [len(p) for p in backend.prompts] == [1, 2, 2] and backend.prompts[2][0].endswith("我爱花开；我爱雨落；我爱")
+    # no branch may begin with a break, so none is the marker alone
+    assert all(d["not_first"] == BRANCH_BREAKS and "，" in d["not_first"] for d in backend.decoding)
     assert [p.generation for p in task.parse_responses(answers)[0]] == ["我爱花开；我爱雨落；我爱叶黄。"] * 2
 
 

@@ -52,6 +52,9 @@ LEAD_COMPARATORS = ("像", "仿佛", "是", "如同")
 LEAD_BRANCHES = 3
 #: A branch ends at a clause break; the last one runs to the line's end.
 BRANCH_STOPS = ("，", "；", STOP)
+#: What a branch may not begin with after its marker: a break there would
+#: leave the branch empty (因为有；因为有；因为有；), which is no branch.
+BRANCH_BREAKS = BRANCH_STOPS + ("。", "！", "？", "、", "…", "：")
 #: What the ``"device"`` lead puts between the branches it begins, in place
 #: of the model's clause break: the semicolon that sets out parallel clauses
 #: (我爱春天的花；我爱夏天的雨；…). Chosen on dev requests against keeping

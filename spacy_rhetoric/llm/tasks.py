@@ -26,7 +26,7 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import Errors
 from .base import Completion
-from .completion import BRANCH_STOPS, LEADS, STOP, Lead, make_lead, parse_completion, render_rg_completion
+from .completion import BRANCH_BREAKS, BRANCH_STOPS, LEADS, STOP, Lead, make_lead, parse_completion, render_rg_completion
 from .prompts import ParsedAnswer, parse_generation, render_rg_prompt, rg_messages
 from .records import RGRecord
 
@@ -134,8 +134,11 @@ def _branch_led(backend: Any, prompt: CompletionPrompt, n: int, decoding: Dict[s
     (:data:`BRANCH_STOPS`), the break becomes ``lead.separator`` (when set;
     its log-probability stays that of the break the model chose), the
     marker is put after it, and so on; the last branch runs to the line's
-    end. An answer that ends its line early, or fails, stops there."""
+    end. No branch may begin with a break (:data:`BRANCH_BREAKS`, barred
+    at the first token), so none is its marker alone. An answer that ends
+    its line early, or fails, stops there."""
     marker, stops, separator = prompt.lead.marker, BRANCH_STOPS, prompt.lead.separator
+    decoding = {**decoding, "not_first": BRANCH_BREAKS}  # no branch is its marker alone
     parts = [_begun(marker, c) for c in backend.complete([prompt.text + marker], n=n, stop=stops, **decoding)[0]]
     for branch in range(1, prompt.lead.branches):
         todo = [j for j, c in enumerate(parts) if c.ok and c.text.endswith(stops[:-1])]

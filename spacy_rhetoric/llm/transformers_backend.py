@@ -167,24 +167,30 @@ class TransformersBackend:
         temperature: float = 0.0,
         max_new_tokens: int = 128,
         stop: Union[str, Sequence[str]] = "\n",
+        not_first: Sequence[str] = (),
     ) -> List[List[Completion]]:
         """Continue each plain-text prompt ``n`` times (base LMs, no chat
         template): the tokenizer's BOS token, then the prompt. Each answer
         ends at (and includes) the first ``stop`` text (one text or several:
         the earliest of them), at EOS or after ``max_new_tokens``
-        (``meta["finish_reason"]`` "stop" or "length"). Same failures and
-        log-probabilities as :meth:`chat`."""
+        (``meta["finish_reason"]`` "stop" or "length"). ``not_first``: texts
+        no answer may begin with; the tokens that would begin one (or that
+        are blank) are barred at the first step (transformers'
+        ``begin_suppress_tokens``), so e.g. an answer cannot be only a stop.
+        Same failures and log-probabilities as :meth:`chat` (scored under
+        the model's own distribution, the barred tokens included)."""
         if not prompts:
             return []
         tok = self.tokenizer
         bos = [tok.bos_token_id] if tok.bos_token_id is not None else []
         ids = [bos + tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
         stops = tuple(s for s in ([stop] if isinstance(stop, str) else stop) if s)
-        return self._answer(ids, n, temperature, max_new_tokens, stop_text=stops or None)
+        barred = self._tokens_beginning(tuple(t for t in not_first if t))
+        return self._answer(ids, n, temperature, max_new_tokens, stop_text=stops or None, barred=barred)
 
     def _answer(
         self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int,
-        stop_text: Optional[Tuple[str, ...]]
+        stop_text: Optional[Tuple[str, ...]], barred: Sequence[int] = ()
     ) -> List[List[Completion]]:
         if n < 1:
             raise ValueError(Errors.R007.format(name="n", minimum=1, value=n))
@@ -198,7 +204,7 @@ class TransformersBackend:
                 todo.append(i)
         for start in range(0, len(todo), self.batch_size):
             idx = todo[start : start + self.batch_size]
-            answers = self._generate([prompts[i] for i in idx], n, temperature, max_new_tokens, stop_text)
+            answers = self._generate([prompts[i] for i in idx], n, temperature, max_new_tokens, stop_text, barred)
             for j, i in enumerate(idx):
                 results[i] = answers[j * n : (j + 1) * n]
         return [r or [] for r in results]
@@ -240,9 +246,24 @@ class TransformersBackend:
             ids.update(gen_eos)
         return sorted(i for i in ids if i is not None)
 
+    def _tokens_beginning(self, texts: Tuple[str, ...]) -> List[int]:
+        """Ids of the vocabulary's tokens that are blank or begin (after
+        leading blanks) with one of ``texts``; cached per ``texts``."""
+        if not texts:
+            return []
+        cache = self.__dict__.setdefault("_barred", {})
+        if texts not in cache:
+            tok = self.tokenizer
+            pieces = tok.convert_ids_to_tokens(list(range(len(tok))))
+            text_of = (tok.convert_tokens_to_string([p]) if p is not None else "" for p in pieces)
+            special = set(tok.all_special_ids)
+            cache[texts] = [i for i, t in enumerate(text_of)
+                            if i not in special and (not t.strip() or t.lstrip().startswith(texts))]
+        return cache[texts]
+
     def _generate(
         self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int,
-        stop_text: Optional[Tuple[str, ...]]
+        stop_text: Optional[Tuple[str, ...]], barred: Sequence[int] = ()
     ) -> List[Completion]:
         import torch
 
@@ -258,6 +279,8 @@ class TransformersBackend:
         }
         if stop_text:
             kwargs.update(stop_strings=list(stop_text), tokenizer=tok)
+        if barred:
+            kwargs.update(begin_suppress_tokens=list(barred))
         if temperature <= 0:
             kwargs.update(do_sample=False, num_beams=n if n > 1 else 1)
             if n == 1:
@@ -372,7 +395,6 @@ def _cut_at_stop(ids: List[int], stop: List[int], pad_id: int) -> List[int]:
     return ids
 
 
-@registry.llm_backends("spacy_rhetoric.Transformers.v1")
 def _cut_at_text(ids: List[int], stop_text: Tuple[str, ...], tok: Any) -> List[int]:
     """Answer ids up to and including the token that completes one of
     ``stop_text`` (``generate`` runs on until every row of the batch has
@@ -384,6 +406,7 @@ def _cut_at_text(ids: List[int], stop_text: Tuple[str, ...], tok: Any) -> List[i
     return ids
 
 
+@registry.llm_backends("spacy_rhetoric.Transformers.v1")
 def make_transformers_backend(
     model_path: str,
     adapter_path: Optional[str] = None,
