@@ -210,10 +210,10 @@ def test_transformers_backend_registered_greedy_batched(tiny_path):
     assert checked
 
 
-def test_not_first_bars_how_an_answer_may_begin(tiny_path):
+def test_not_first_and_never_bar_texts_from_answers(tiny_path):
     """A text in ``not_first`` never begins an answer, greedy or sampled
-    from a shared prompt cache: what keeps a parallelism's branch from
-    being its marker alone."""
+    from a shared prompt cache (what keeps a parallelism's branch from
+    being its marker alone); one in ``never`` is in no answer."""
     from spacy_rhetoric.llm.transformers_backend import TransformersBackend
 
     backend = TransformersBackend(str(tiny_path), seed=0)
@@ -225,6 +225,9 @@ def test_not_first_bars_how_an_answer_may_begin(tiny_path):
     assert barred.text.strip() and not barred.text.lstrip().startswith(first)
     sampled = backend.complete([prompt], n=6, temperature=1.0, max_new_tokens=4, stop="\n", not_first=(first,))[0]
     assert len(sampled) == 6 and not any(s.text.lstrip().startswith(first) or not s.text.strip() for s in sampled)
+    # ``never``: in no token of the answer, at any step
+    sampled = backend.complete([prompt], n=6, temperature=1.0, max_new_tokens=8, stop="\n", never=(first,))[0]
+    assert len(sampled) == 6 and not any(first in s.text for s in sampled)
 
 
 def test_transformers_backend_errors(tiny_path, tmp_path):

@@ -297,6 +297,7 @@ class ClauseBackend:
         self.prompts, self.decoding = [], []
 
     def complete(self, prompts, *, n=1, stop="\n", **decoding):
+        assert stop == "\n" or "。" in stop  # a sentence break also ends a branch before the last
         self.prompts.append(list(prompts))
         self.decoding.append(decoding)
         clauses = {0: "花开，", 1: "雨落；", 2: "叶黄。\n"}
@@ -317,6 +318,8 @@ def test_a_parallelism_lead_begins_three_branches_with_the_marker():
     assert [len(p) for p in backend.prompts] == [1, 2, 2] and backend.prompts[2][0].endswith("我爱花开；我爱雨落；我爱")
     # no branch may begin with a break, so none is the marker alone
     assert all(d["not_first"] == BRANCH_BREAKS and "，" in d["not_first"] for d in backend.decoding)
+    # the first two branches may not end the line (so the answer reaches its third); the last may
+    assert [d.get("never") for d in backend.decoding] == [("\n",), ("\n",), None]
     assert [p.generation for p in task.parse_responses(answers)[0]] == ["我爱花开；我爱雨落；我爱叶黄。"] * 2
 
 

@@ -50,11 +50,13 @@ LEAD_COMPARATORS = ("像", "仿佛", "是", "如同")
 #: Clauses of a parallelism the ``"device"`` lead begins with its marker:
 #: three branches, the fewest a parallelism has (``annotations/GUIDELINES.md``).
 LEAD_BRANCHES = 3
-#: A branch ends at a clause break; the last one runs to the line's end.
-BRANCH_STOPS = ("，", "；", STOP)
+#: A branch before the last ends at a clause or sentence break (the lead's
+#: separator takes its place) and may not end the line, so that the answer
+#: reaches its last branch; the last one runs to the line's end.
+BRANCH_STOPS = ("，", "；", "。", "！", "？")
 #: What a branch may not begin with after its marker: a break there would
 #: leave the branch empty (因为有；因为有；因为有；), which is no branch.
-BRANCH_BREAKS = BRANCH_STOPS + ("。", "！", "？", "、", "…", "：")
+BRANCH_BREAKS = BRANCH_STOPS + ("、", "…", "：", STOP)
 #: What the ``"device"`` lead puts between the branches it begins, in place
 #: of the model's clause break: the semicolon that sets out parallel clauses
 #: (我爱春天的花；我爱夏天的雨；…). Chosen on dev requests against keeping

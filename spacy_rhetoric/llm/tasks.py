@@ -130,24 +130,26 @@ def _text_led(backend: Any, prompts: List[CompletionPrompt], n: int, first: int,
 
 def _branch_led(backend: Any, prompt: CompletionPrompt, n: int, decoding: Dict[str, Any]) -> List[Completion]:
     """``n`` answers whose first ``lead.branches`` clauses each begin with
-    ``lead.marker``: the model writes a clause up to a clause break
-    (:data:`BRANCH_STOPS`), the break becomes ``lead.separator`` (when set;
-    its log-probability stays that of the break the model chose), the
-    marker is put after it, and so on; the last branch runs to the line's
-    end. No branch may begin with a break (:data:`BRANCH_BREAKS`, barred
-    at the first token), so none is its marker alone. An answer that ends
-    its line early, or fails, stops there."""
-    marker, stops, separator = prompt.lead.marker, BRANCH_STOPS, prompt.lead.separator
-    decoding = {**decoding, "not_first": BRANCH_BREAKS}  # no branch is its marker alone
-    parts = [_begun(marker, c) for c in backend.complete([prompt.text + marker], n=n, stop=stops, **decoding)[0]]
-    for branch in range(1, prompt.lead.branches):
-        todo = [j for j, c in enumerate(parts) if c.ok and c.text.endswith(stops[:-1])]
+    ``lead.marker``: the model writes a clause up to a clause or sentence
+    break (:data:`BRANCH_STOPS`; it may not end the line there), the break
+    becomes ``lead.separator`` (when set; its log-probability stays that of
+    the break the model chose), the marker is put after it, and so on; the
+    last branch runs to the line's end. No branch may begin with a break
+    (:data:`BRANCH_BREAKS`, barred at the first token), so none is its
+    marker alone. An answer that fails or runs out of tokens stops there."""
+    marker, separator, branches = prompt.lead.marker, prompt.lead.separator, prompt.lead.branches
+    settings = {**decoding, "not_first": BRANCH_BREAKS}
+    inner = {"stop": BRANCH_STOPS, "never": (STOP,), **settings}
+    last = {"stop": STOP, **settings}
+    first = backend.complete([prompt.text + marker], n=n, **(last if branches == 1 else inner))[0]
+    parts = [_begun(marker, c) for c in first]
+    for branch in range(1, branches):
+        todo = [j for j, c in enumerate(parts) if c.ok and c.text.endswith(BRANCH_STOPS)]
         if separator:
             for j in todo:
                 parts[j] = replace(parts[j], text=parts[j].text[:-1] + separator)
-        last = branch == prompt.lead.branches - 1
         answers = backend.complete([prompt.text + parts[j].text + marker for j in todo], n=1,
-                                   stop=STOP if last else stops, **decoding)
+                                   **(last if branch == branches - 1 else inner))
         for j, (more,) in zip(todo, answers):
             parts[j] = _joined(parts[j], _begun(marker, more))
     return parts

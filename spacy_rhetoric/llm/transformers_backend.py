@@ -168,6 +168,7 @@ class TransformersBackend:
         max_new_tokens: int = 128,
         stop: Union[str, Sequence[str]] = "\n",
         not_first: Sequence[str] = (),
+        never: Sequence[str] = (),
     ) -> List[List[Completion]]:
         """Continue each plain-text prompt ``n`` times (base LMs, no chat
         template): the tokenizer's BOS token, then the prompt. Each answer
@@ -177,6 +178,8 @@ class TransformersBackend:
         no answer may begin with; the tokens that would begin one (or that
         are blank) are barred at the first step (transformers'
         ``begin_suppress_tokens``), so e.g. an answer cannot be only a stop.
+        ``never``: texts no token of an answer may contain (transformers'
+        ``suppress_tokens``), e.g. a line break where the line must go on.
         Same failures and log-probabilities as :meth:`chat` (scored under
         the model's own distribution, the barred tokens included)."""
         if not prompts:
@@ -185,12 +188,13 @@ class TransformersBackend:
         bos = [tok.bos_token_id] if tok.bos_token_id is not None else []
         ids = [bos + tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
         stops = tuple(s for s in ([stop] if isinstance(stop, str) else stop) if s)
-        barred = self._tokens_beginning(tuple(t for t in not_first if t))
+        barred = (self._tokens_with(tuple(t for t in not_first if t), first=True),
+                  self._tokens_with(tuple(t for t in never if t), first=False))
         return self._answer(ids, n, temperature, max_new_tokens, stop_text=stops or None, barred=barred)
 
     def _answer(
         self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int,
-        stop_text: Optional[Tuple[str, ...]], barred: Sequence[int] = ()
+        stop_text: Optional[Tuple[str, ...]], barred: Tuple[Sequence[int], Sequence[int]] = ((), ())
     ) -> List[List[Completion]]:
         if n < 1:
             raise ValueError(Errors.R007.format(name="n", minimum=1, value=n))
@@ -246,24 +250,28 @@ class TransformersBackend:
             ids.update(gen_eos)
         return sorted(i for i in ids if i is not None)
 
-    def _tokens_beginning(self, texts: Tuple[str, ...]) -> List[int]:
-        """Ids of the vocabulary's tokens that are blank or begin (after
-        leading blanks) with one of ``texts``; cached per ``texts``."""
+    def _tokens_with(self, texts: Tuple[str, ...], first: bool) -> List[int]:
+        """Ids of the vocabulary's tokens that contain one of ``texts`` or,
+        with ``first``, that are blank or begin (after leading blanks) with
+        one of them; special tokens never. Cached per argument."""
         if not texts:
             return []
         cache = self.__dict__.setdefault("_barred", {})
-        if texts not in cache:
+        if (texts, first) not in cache:
             tok = self.tokenizer
-            pieces = tok.convert_ids_to_tokens(list(range(len(tok))))
-            text_of = (tok.convert_tokens_to_string([p]) if p is not None else "" for p in pieces)
             special = set(tok.all_special_ids)
-            cache[texts] = [i for i, t in enumerate(text_of)
-                            if i not in special and (not t.strip() or t.lstrip().startswith(texts))]
-        return cache[texts]
+            pieces = tok.convert_ids_to_tokens(list(range(len(tok))))
+            strings = ((i, tok.convert_tokens_to_string([p]) if p is not None else "") for i, p in enumerate(pieces))
+            if first:
+                hit = (i for i, t in strings if not t.strip() or t.lstrip().startswith(texts))
+            else:
+                hit = (i for i, t in strings if any(x in t for x in texts))
+            cache[(texts, first)] = [i for i in hit if i not in special]
+        return cache[(texts, first)]
 
     def _generate(
         self, prompts: List[List[int]], n: int, temperature: float, max_new_tokens: int,
-        stop_text: Optional[Tuple[str, ...]], barred: Sequence[int] = ()
+        stop_text: Optional[Tuple[str, ...]], barred: Tuple[Sequence[int], Sequence[int]] = ((), ())
     ) -> List[Completion]:
         import torch
 
@@ -279,8 +287,10 @@ class TransformersBackend:
         }
         if stop_text:
             kwargs.update(stop_strings=list(stop_text), tokenizer=tok)
-        if barred:
-            kwargs.update(begin_suppress_tokens=list(barred))
+        if barred[0]:
+            kwargs.update(begin_suppress_tokens=list(barred[0]))
+        if barred[1]:
+            kwargs.update(suppress_tokens=list(barred[1]))
         if temperature <= 0:
             kwargs.update(do_sample=False, num_beams=n if n > 1 else 1)
             if n == 1:
