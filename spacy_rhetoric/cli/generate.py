@@ -25,7 +25,7 @@ SAMPLE_TEMPERATURE = typer.Option(0.8, "--temperature")
 MAX_NEW_TOKENS = typer.Option(64, "--max-new-tokens")
 K_CONTEXT = typer.Option(3, "--k", help="Preceding sentences used as context")
 SAMPLING_SEED = typer.Option(0, "--seed", help="Sampling seed")
-LEAD = typer.Option("none", "--lead", help="Begin answers for the model (completion prompts): none, or device (a metaphor begins with its tenor and 像/仿佛/是/如同 in turn; a parallelism's first three clauses with its marker)")
+LEAD = typer.Option("none", "--lead", help="Begin answers for the model (completion prompts): none, or device (a metaphor begins with its tenor and 像/仿佛/是/如同 in turn; a personification with its object and 悄悄地/向我们/微笑着/温柔地 in turn; a parallelism's first three clauses with its marker)")
 
 
 @app.command("generate")

@@ -302,9 +302,10 @@ class RhetoricGenerator:
     lead: how each answer is begun for the model (completion style only;
         :func:`~spacy_rhetoric.llm.completion.make_lead`): ``"none"`` or
         ``"device"`` (a metaphor begins with its tenor and a comparator,
-        像/仿佛/是/如同 in turn over the candidates; each of a parallelism's
-        first three clauses begins with its marker; personification and
-        hyperbole are not begun).
+        像/仿佛/是/如同 in turn over the candidates; a personification with
+        its object and 悄悄地/向我们/微笑着/温柔地 in turn; each of a
+        parallelism's first three clauses begins with its marker; hyperbole
+        is not begun).
 
     Raises ``ValueError`` for an unknown policy, device, language, prompt
     style or lead, a lead with the instruction style, or a completion style

@@ -19,9 +19,10 @@ model complete the last one (template ``prompts/rg_completion_zh.jinja2``):
 The answer is the generated text up to the first line break. A *lead*
 (:func:`make_lead`) begins parts of the answer for the model (forced-prefix
 decoding): with the ``"device"`` lead a metaphor begins with its tenor and a
-comparator (one comparator per candidate in turn), and each of a
-parallelism's first three clauses begins with its marker, the clauses set
-apart by ；; the model writes the rest.
+comparator (one comparator per candidate in turn), a personification with
+its object and a word only apt for a person (one per candidate in turn),
+and each of a parallelism's first three clauses begins with its marker, the
+clauses set apart by ；; the model writes the rest.
 """
 from __future__ import annotations
 
@@ -47,6 +48,14 @@ LEADS = ("none", "device")
 #: turn: the simile markers 像/仿佛/如同 and the copula 是 of a 暗喻
 #: (CERD's metaphor forms, ``papers/000`` §2.1).
 LEAD_COMPARATORS = ("像", "仿佛", "是", "如同")
+#: What the ``"device"`` lead puts after a personification's object, used in
+#: turn: manner adverbials of a person (副词: 小溪欢快地向山下流去), an
+#: action addressed to us (动词: 野花向我们点头微笑) and a human expression
+#: (动词), the transferred-word forms of ``annotations/GUIDELINES.md`` §3.2.
+#: The model writes the predicate; none names a vehicle, so the answer is
+#: not a simile (GUIDELINES §4.1). Chosen on dev requests
+#: (``docs/generation.md``).
+LEAD_PERSONIFICATION = ("悄悄地", "向我们", "微笑着", "温柔地")
 #: Clauses of a parallelism the ``"device"`` lead begins with its marker:
 #: three branches, the fewest a parallelism has (``annotations/GUIDELINES.md``).
 LEAD_BRANCHES = 3
@@ -116,9 +125,10 @@ def render_rg_completion(
 def make_lead(rhetoric: str, object: str, lead: str) -> Lead:
     """The :class:`Lead` of a request. ``"none"``: nothing is begun.
     ``"device"``: a metaphor's answers begin with its tenor and each of
-    :data:`LEAD_COMPARATORS` in turn; a parallelism's first
+    :data:`LEAD_COMPARATORS` in turn; a personification's with its object
+    and each of :data:`LEAD_PERSONIFICATION` in turn; a parallelism's first
     :data:`LEAD_BRANCHES` clauses begin with its marker, set apart by
-    :data:`LEAD_SEPARATOR`; personification and hyperbole are not begun.
+    :data:`LEAD_SEPARATOR`; hyperbole is not begun.
     Raises ``ValueError`` for another lead."""
     if lead not in LEADS:
         raise ValueError(Errors.R018.format(leads=LEADS, value=lead))
@@ -127,6 +137,8 @@ def make_lead(rhetoric: str, object: str, lead: str) -> Lead:
         return Lead()
     if rhetoric == "metaphor":
         return Lead(tuple(obj + c for c in LEAD_COMPARATORS))
+    if rhetoric == "personification":
+        return Lead(tuple(obj + w for w in LEAD_PERSONIFICATION))
     if rhetoric == "parallelism":
         return Lead(marker=obj, branches=LEAD_BRANCHES, separator=LEAD_SEPARATOR)
     return Lead()
