@@ -281,6 +281,10 @@ def test_lead_begins_every_answer_and_turns_over_rounds(tiny_model):
     # candidate j begins with the tenor and the j-th comparator, also across rounds (4 + 2)
     leads = ["月光像", "月光仿佛", "月光是", "月光如同", "月光像", "月光仿佛"]
     assert len(drawn) == 6 and [d[: len(lead)] for d, lead in zip(drawn, leads)] == leads
+    # a personification's candidates begin with its object and a person's word in turn
+    drawn = gen.suggest("上文。", "personification", "小溪").drawn
+    leads = ["小溪悄悄地", "小溪向我们", "小溪微笑着", "小溪温柔地", "小溪悄悄地", "小溪向我们"]
+    assert len(drawn) == 6 and [d[: len(lead)] for d, lead in zip(drawn, leads)] == leads
     assert make_lead("hyperbole", "月光", "device") == Lead() == make_lead("metaphor", "月光", "none")
     assert make_lead("personification", "月光", "device").texts == ("月光悄悄地", "月光向我们", "月光微笑着", "月光温柔地")
     assert make_lead("personification", "月光", "none") == Lead()
