@@ -56,6 +56,8 @@ LEAD_COMPARATORS = ("像", "仿佛", "是", "如同")
 #: not a simile (GUIDELINES §4.1). Chosen on dev requests
 #: (``docs/generation.md``).
 LEAD_PERSONIFICATION = ("悄悄地", "向我们", "微笑着", "温柔地")
+#: The words the ``"device"`` lead puts after the object, per device.
+LEAD_WORDS = {"metaphor": LEAD_COMPARATORS, "personification": LEAD_PERSONIFICATION}
 #: Clauses of a parallelism the ``"device"`` lead begins with its marker:
 #: three branches, the fewest a parallelism has (``annotations/GUIDELINES.md``).
 LEAD_BRANCHES = 3
@@ -135,10 +137,8 @@ def make_lead(rhetoric: str, object: str, lead: str) -> Lead:
     obj = object.strip()
     if lead == "none" or not obj:
         return Lead()
-    if rhetoric == "metaphor":
-        return Lead(tuple(obj + c for c in LEAD_COMPARATORS))
-    if rhetoric == "personification":
-        return Lead(tuple(obj + w for w in LEAD_PERSONIFICATION))
+    if rhetoric in LEAD_WORDS:
+        return Lead(tuple(obj + w for w in LEAD_WORDS[rhetoric]))
     if rhetoric == "parallelism":
         return Lead(marker=obj, branches=LEAD_BRANCHES, separator=LEAD_SEPARATOR)
     return Lead()
