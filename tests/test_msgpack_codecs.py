@@ -1,0 +1,71 @@
+"""srsly's msgpack codecs looked up once per process
+(``spacy_rhetoric.msgpack_codecs_once.v1``, ``[nlp.after_creation]``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import srsly
+
+from spacy_rhetoric.msgpack_codecs import look_up_msgpack_codecs_once
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINES = sorted(p.parent for p in (ROOT / "pipelines").glob("*/config.cfg"))
+CODECS = (srsly.msgpack_encoders, srsly.msgpack_decoders)
+
+
+@pytest.fixture
+def codecs_as_shipped_by_srsly(monkeypatch):
+    """Both registries reading entry points on every call, as srsly makes
+    them; restored after the test whatever an earlier ``spacy.load`` did."""
+    for codecs in CODECS:
+        monkeypatch.setattr(codecs, "entry_points", True)
+    return monkeypatch
+
+
+def test_stops_the_lookups_when_no_entry_point_is_declared(codecs_as_shipped_by_srsly):
+    for codecs in CODECS:
+        codecs_as_shipped_by_srsly.setattr(codecs, "get_entry_points", lambda: {})
+    before = [codecs.get_all() for codecs in CODECS]
+    assert look_up_msgpack_codecs_once() == ["srsly.msgpack_encoders", "srsly.msgpack_decoders"]
+    assert [codecs.entry_points for codecs in CODECS] == [False, False]
+    assert [codecs.get_all() for codecs in CODECS] == before
+    assert look_up_msgpack_codecs_once() == []  # nothing left to stop
+
+
+def test_a_registry_with_a_declared_entry_point_keeps_reading_them(codecs_as_shipped_by_srsly):
+    def encode_sets(obj, chain=None):  # what a package's entry point might register
+        return sorted(obj) if isinstance(obj, set) else obj
+
+    encoders, decoders = CODECS
+    codecs_as_shipped_by_srsly.setattr(encoders, "get_entry_points", lambda: {"sets": encode_sets})
+    codecs_as_shipped_by_srsly.setattr(decoders, "get_entry_points", lambda: {})
+    assert look_up_msgpack_codecs_once() == ["srsly.msgpack_decoders"]
+    assert encoders.entry_points is True and decoders.entry_points is False
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES, ids=[p.name for p in PIPELINES])
+def test_shipped_pipelines_set_it_and_their_docs_pack_to_the_same_bytes(
+    pipeline: Path, pse_dir: Path, codecs_as_shipped_by_srsly
+):
+    import spacy
+    from spacy.tokens import Doc
+
+    from test_same_answer import essay_texts
+
+    text = essay_texts(pse_dir)[0]
+    # the first pipeline loaded in this process: lookups on every call
+    nlp = spacy.load(pipeline, config={"nlp": {"after_creation": None}})
+    doc = nlp(text)
+    packed_by_lookups = doc.to_bytes()
+    assert all(codecs.entry_points for codecs in CODECS)
+
+    nlp = spacy.load(pipeline)
+    assert nlp.config["nlp"]["after_creation"] == {"@callbacks": "spacy_rhetoric.msgpack_codecs_once.v1"}
+    assert not any(codecs.entry_points for codecs in CODECS)
+    assert doc.to_bytes() == packed_by_lookups
+    unpacked = Doc(nlp.vocab).from_bytes(packed_by_lookups)
+    assert {key: [(s.start, s.end, s.label_) for s in group] for key, group in unpacked.spans.items()} == {
+        key: [(s.start, s.end, s.label_) for s in group] for key, group in doc.spans.items()
+    }
+    assert unpacked.to_bytes() == packed_by_lookups and len(doc.spans) >= 5
