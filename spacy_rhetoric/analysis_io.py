@@ -57,7 +57,6 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
@@ -193,19 +192,12 @@ def read_text(path: Path, encoding: str = "auto") -> Tuple[str, str]:
 # --- PSE-I XML ------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _blank_vocab():
-    import spacy
-
-    return spacy.blank("zh").vocab
-
-
 def read_pse_essay(path: Path) -> str:
     """Text of a PSE-I XML essay: each paragraph's words joined, paragraphs
     separated by ``\\n``. Raises CorpusFormatError naming file and line."""
-    from .corpora.pse_i import read_essay
+    from .corpora.pse_i import essay_text
 
-    return "\n".join(doc.text for doc in read_essay(path, _blank_vocab()))
+    return essay_text(path)
 
 
 # --- inputs and ids -----------------------------------------------------------

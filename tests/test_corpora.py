@@ -13,7 +13,7 @@ from spacy.tokens import DocBin
 from spacy_rhetoric import parallelisms
 from spacy_rhetoric.corpora.cerd import read_cerd
 from spacy_rhetoric.corpora.cmdag import convert_cmdag, locate, read_cmdag
-from spacy_rhetoric.corpora.pse_i import read_essay, read_splits
+from spacy_rhetoric.corpora.pse_i import essay_text, read_essay, read_splits
 from spacy_rhetoric.corpora.simile import comparator_index, read_simile
 from spacy_rhetoric.errors import CorpusFormatError
 
@@ -173,6 +173,14 @@ def test_pse_i_malformed_names_file_and_line(tmp_path, content, line, nlp):
     path.write_text(content, encoding="utf8")
     with pytest.raises(CorpusFormatError, match=rf"9.xml, line {line}\b"):
         read_essay(path, nlp.vocab)
+    with pytest.raises(CorpusFormatError, match=rf"9.xml, line {line}\b"):
+        essay_text(path)  # what `rhetoric analyze` reads: the same checks
+
+
+def test_pse_i_essay_text_is_the_text_of_its_paragraph_docs(pse_dir, nlp):
+    # every essay, including 12.xml (dubious upstream) and paragraphs without words
+    for path in sorted((pse_dir / "xml").glob("*.xml")):
+        assert essay_text(path) == "\n".join(doc.text for doc in read_essay(path, nlp.vocab)), path.name
 
 
 def _write(tmp_path, records) -> Path:

@@ -116,28 +116,42 @@ def _make_doc(vocab: Vocab, path: Path, para: _Para) -> Doc:
     return doc
 
 
-def read_essay(path: Path, vocab: Vocab) -> List[Doc]:
-    """The paragraph Docs of one PSE-I XML file (paragraphs without words are
-    skipped). Raises :class:`CorpusFormatError` naming the file and line for
-    malformed XML, empty words, half-annotated words or split branches; a
-    parallelism that spans paragraphs is an error too (PSE-I is in-paragraph).
-    """
+def parse_essay(path: Path) -> List[_Para]:
+    """The paragraphs of one PSE-I XML file with their words, sentence starts
+    and branches, checked. Raises :class:`CorpusFormatError` naming the file
+    and line for malformed XML, empty words, half-annotated words or split
+    branches; a parallelism that spans paragraphs is an error too (PSE-I is
+    in-paragraph)."""
     try:
         root = etree.parse(str(path)).getroot()
     except etree.XMLSyntaxError as err:
         raise CorpusFormatError(path, f"malformed XML: {err.msg}", line=err.lineno) from None
     if root.tag != "doc":
         raise CorpusFormatError(path, f"root element is <{root.tag}>, expected <doc>", line=root.sourceline)
-    docs, owner = [], {}
+    paras, owner = [], {}
     for para_el in root.iter("para"):
         para = _parse_para(path, para_el)
         for par, branch in para.branch_words:
             if owner.setdefault(par, para.para_id) != para.para_id:
                 line = para.branch_lines[(par, branch)]
                 raise CorpusFormatError(path, f"parallelism {par} spans several paragraphs", line=line)
-        if para.words:
-            docs.append(_make_doc(vocab, path, para))
-    return docs
+        _branch_offsets(path, para)
+        paras.append(para)
+    return paras
+
+
+def read_essay(path: Path, vocab: Vocab) -> List[Doc]:
+    """The paragraph Docs of one PSE-I XML file (paragraphs without words are
+    skipped). Raises :class:`CorpusFormatError` as :func:`parse_essay`."""
+    return [_make_doc(vocab, path, para) for para in parse_essay(path) if para.words]
+
+
+def essay_text(path: Path) -> str:
+    """The text of one PSE-I XML file: each paragraph's words joined,
+    paragraphs with words separated by ``\\n`` (the text of
+    :func:`read_essay`'s Docs, without building them). Raises
+    :class:`CorpusFormatError` as :func:`parse_essay`."""
+    return "\n".join("".join(para.words) for para in parse_essay(path) if para.words)
 
 
 def read_splits(pse_dir: Path) -> Dict[str, List[str]]:

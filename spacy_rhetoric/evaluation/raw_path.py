@@ -135,14 +135,16 @@ def _split_stem(split: str) -> str:
 
 def _pse_essays(pse_dir: Path, split: Optional[str], essays: Optional[Set[str]] = None):
     """``(essay id, paragraph docs)`` of a PSE-I split (or of ``essays``)."""
-    from ..analysis_io import _blank_vocab
+    import spacy
+
     from ..corpora.pse_i import read_essay, read_splits
 
     if essays is None:
         files = read_splits(pse_dir)[_split_stem(split)]
         essays = {Path(f).stem for f in files}
+    vocab = spacy.blank("zh").vocab
     for essay in sorted(essays, key=lambda e: (len(e), e)):
-        yield essay, read_essay(pse_dir / "xml" / f"{essay}.xml", _blank_vocab())
+        yield essay, read_essay(pse_dir / "xml" / f"{essay}.xml", vocab)
 
 
 def _essay_layout(paras: Sequence[Doc]) -> Tuple[str, List[int]]:
