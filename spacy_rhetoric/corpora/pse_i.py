@@ -64,6 +64,8 @@ class _Para:
     # (parallelism id, branch id) -> word indices, in document order
     branch_words: Dict[Tuple[str, str], List[int]] = field(default_factory=lambda: defaultdict(list))
     branch_lines: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    # each parallelism's branches as (start, end) word offsets (parse_essay)
+    groups: List[List[Tuple[int, int]]] = field(default_factory=list)
 
 
 def _parse_para(path: Path, para: "etree._Element") -> _Para:
@@ -102,9 +104,8 @@ def _branch_offsets(path: Path, para: _Para) -> List[List[Tuple[int, int]]]:
 
 def _make_doc(vocab: Vocab, path: Path, para: _Para) -> Doc:
     doc = Doc(vocab, words=para.words, spaces=[False] * len(para.words), sent_starts=para.sent_starts)
-    offsets = _branch_offsets(path, para)
-    set_parallelisms(doc, offsets)
-    in_branch = {i for group in offsets for start, end in group for i in range(start, end)}
+    set_parallelisms(doc, para.groups)
+    in_branch = {i for group in para.groups for start, end in group for i in range(start, end)}
     doc.spans["rhetoric"] = [
         Span(doc, s.start, s.end, label="parallelism")
         for s in doc.sents
@@ -135,7 +136,7 @@ def parse_essay(path: Path) -> List[_Para]:
             if owner.setdefault(par, para.para_id) != para.para_id:
                 line = para.branch_lines[(par, branch)]
                 raise CorpusFormatError(path, f"parallelism {par} spans several paragraphs", line=line)
-        _branch_offsets(path, para)
+        para.groups = _branch_offsets(path, para)
         paras.append(para)
     return paras
 
