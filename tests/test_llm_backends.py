@@ -210,6 +210,29 @@ def test_transformers_backend_registered_greedy_batched(tiny_path):
     assert checked
 
 
+def test_shared_prefix_gives_the_answers_of_full_prefills(tiny_path, monkeypatch):
+    """Rows that share a prompt's beginning (a lead's prompts, a
+    parallelism's branches) run it once and are padded in the middle; the
+    sampled answers and their log-probabilities are those of a left-padded
+    batch that runs every row whole."""
+    from spacy_rhetoric.llm.transformers_backend import TransformersBackend, _left_pad
+
+    base = "上文：今天下雨了。\n修辞：比喻\n本体：月光\n句子："
+    prompts = [base + "月光像", base + "月光仿佛是一", base + "月光"]
+    shared = TransformersBackend(str(tiny_path), seed=0)
+    rows = [shared.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    ids, mask, cache = shared._shared_prefix(rows)
+    assert cache is not None and cache.get_seq_length() > 5
+    assert ids.shape == (3, max(len(r) for r in rows)) and mask[:, : cache.get_seq_length()].all()
+    assert [r[m.bool()].tolist() for r, m in zip(ids, mask)] == rows  # each row's own tokens, in order
+    got = shared.complete(prompts, n=2, temperature=1.0, max_new_tokens=8, stop="\n")
+    whole = TransformersBackend(str(tiny_path), seed=0)
+    monkeypatch.setattr(whole, "_shared_prefix", lambda rows: (*_left_pad(rows, whole.tokenizer.pad_token_id, "cpu"), None))
+    want = whole.complete(prompts, n=2, temperature=1.0, max_new_tokens=8, stop="\n")
+    assert [[c.text for c in x] for x in got] == [[c.text for c in x] for x in want]
+    assert [c.logprob for x in got for c in x] == pytest.approx([c.logprob for x in want for c in x], abs=1e-4)
+
+
 def test_not_first_and_never_bar_texts_from_answers(tiny_path):
     """A text in ``not_first`` never begins an answer, greedy or sampled
     from a shared prompt cache (what keeps a parallelism's branch from

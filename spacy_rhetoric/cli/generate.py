@@ -202,17 +202,12 @@ def evaluate_suggestions_cmd(
 
     from ..evaluation.ngram_lm import load_kenlm
     from ..evaluation.suggestions import held_out_requests, read_rows, request_rows, summarize, time_requests
-    from ..llm.verify import pipeline_analyser
-    from ..pipeline import load_pipeline
 
-    counts = sorted({int(x) for x in ns.split(",") if x.strip()})
+    counts = _counts(ns)
     picked = held_out_requests(requests, per_device, sample_seed)
-    gen = _cli_generator(model_path, adapter_path, None, "default", None, 60.0, top_p, repetition_penalty, seed,
-                         n_context=k, n_candidates=max(counts), temperature=temperature, max_new_tokens=max_new_tokens,
-                         prompt_style="completion", n_shots=n_shots, analyser=None,
-                         kenlm_path=str(kenlm) if kenlm else None, lead=lead)
+    gen = _suggestion_generator(model_path, adapter_path, analyser, kenlm, max(counts), n_shots, k, temperature, top_p,
+                                repetition_penalty, max_new_tokens, seed, lead)
     gen.backend.batch_size = batch
-    gen.set_analyser(pipeline_analyser(load_pipeline(analyser)))
     rows = read_rows(output) if resume else []
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("a" if resume else "w", encoding="utf8") as fh:
@@ -226,9 +221,71 @@ def evaluate_suggestions_cmd(
               "requests": [str(p) for p in requests], "summary": summarize(rows, counts, lm)}
     if latency_sample:
         gen.backend.batch_size = max(counts)
-        result["latency"] = time_requests(gen, picked[::max(1, len(picked) // latency_sample)][:latency_sample], counts)
+        result["latency"] = time_requests(gen, latency_requests(picked, latency_sample), counts)
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     summary_path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+    typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
+
+
+def _counts(ns: str) -> List[int]:
+    return sorted({int(x) for x in ns.split(",") if x.strip()})
+
+
+def _suggestion_generator(model_path, adapter_path, analyser, kenlm, n, n_shots, k, temperature, top_p,
+                          repetition_penalty, max_new_tokens, seed, lead):
+    """The generator evaluate-suggestions and time-suggestions measure: a
+    local model with completion prompts, verified by ``analyser``."""
+    from ..llm.verify import pipeline_analyser
+    from ..pipeline import load_pipeline
+
+    gen = _cli_generator(model_path, adapter_path, None, "default", None, 60.0, top_p, repetition_penalty, seed,
+                         n_context=k, n_candidates=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                         prompt_style="completion", n_shots=n_shots, analyser=None,
+                         kenlm_path=str(kenlm) if kenlm else None, lead=lead)
+    gen.set_analyser(pipeline_analyser(load_pipeline(analyser)))
+    return gen
+
+
+@app.command("time-suggestions")
+def time_suggestions_cmd(
+    requests: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Held-out RG records, as for evaluate-suggestions"),
+    output: Path = typer.Option(..., "--output", "-o", help="JSON: latency per request at each N (p50, p95, mean, s)"),
+    model_path: str = typer.Option(..., "--model-path", help="Local transformers model"),
+    adapter_path: Optional[str] = ADAPTER_PATH,
+    analyser: str = typer.Option("pipelines/zh_rhetoric", "--analyser", help="Pipeline that verifies (name or folder)"),
+    kenlm: Optional[Path] = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM model: fluency term of the ranking"),
+    ns: str = typer.Option("1,4,8", "--ns", help="Candidates per request to time (comma-separated)"),
+    per_device: int = typer.Option(50, "--per-device", help="Requests per device (the pool the timed ones are taken from)"),
+    sample_seed: int = typer.Option(0, "--sample-seed"),
+    n_shots: int = N_SHOTS,
+    k: int = K_CONTEXT,
+    temperature: float = SAMPLE_TEMPERATURE,
+    top_p: float = TOP_P,
+    repetition_penalty: float = REPETITION_PENALTY,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    seed: int = SAMPLING_SEED,
+    latency_sample: int = typer.Option(16, "--latency-sample", help="Requests timed one at a time at each N"),
+    lead: str = LEAD,
+) -> None:
+    """Latency of verified suggestions, one request at a time, as /suggest serves them: the same requests and
+    generator as evaluate-suggestions' latency, verified by ANALYSER (e.g. the transformer pipeline)."""
+    import json
+    import platform
+
+    from ..evaluation.suggestions import held_out_requests, latency_requests, time_requests
+
+    counts = _counts(ns)
+    picked = held_out_requests(requests, per_device, sample_seed)
+    gen = _suggestion_generator(model_path, adapter_path, analyser, kenlm, max(counts), n_shots, k, temperature, top_p,
+                                repetition_penalty, max_new_tokens, seed, lead)
+    gen.backend.batch_size = max(counts)
+    timed = latency_requests(picked, latency_sample)
+    result = {"model_path": model_path, "adapter_path": adapter_path, "analyser": analyser, "lead": lead,
+              "n_shots": n_shots, "k": k, "requests": [str(p) for p in requests],
+              "devices": {d: sum(r.rhetoric == d for r in timed) for d in dict.fromkeys(r.rhetoric for r in timed)},
+              "cpu": platform.processor() or platform.machine(), "latency": time_requests(gen, timed, counts)}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
     typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
 
 
@@ -247,7 +304,7 @@ def reverify_suggestions_cmd(
     from ..llm.verify import pipeline_analyser
     from ..pipeline import load_pipeline
 
-    counts = sorted({int(x) for x in ns.split(",") if x.strip()})
+    counts = _counts(ns)
     before = read_rows(rows)
     if not before:
         typer.echo(f"{rows}: no rows", err=True)

@@ -122,6 +122,13 @@ def reverify_rows(rows: Sequence[Dict[str, Any]], analyse: Any, ns: Sequence[int
         }
 
 
+def latency_requests(requests: Sequence[RGRecord], count: int) -> List[RGRecord]:
+    """``count`` requests spread evenly over ``requests`` (every
+    ``len // count``-th, so each device keeps its share): the ones whose
+    latency is timed."""
+    return list(requests[:: max(1, len(requests) // count)][:count]) if count > 0 else []
+
+
 def time_requests(generator: Any, requests: Sequence[RGRecord], ns: Sequence[int]) -> Dict[str, Dict[str, Any]]:
     """Latency of one request at a time, per N: ``{N: {"p50", "p95",
     "mean", "requests"}}`` in seconds (generation, verification and
