@@ -109,3 +109,22 @@ def test_suggestion_sheet_of_one_device(tmp_path: Path):
     assert "device" in items[0] and items[0]["device"] is None  # to be answered
     bad = runner.invoke(app, ["suggestion-sheet", str(rows), "--sheet", str(sheet), "--key", str(key), "--device", "irony"])
     assert bad.exit_code == 1 and "unknown --device irony" in bad.output
+
+
+def test_time_suggestions_times_requests_of_every_device(models, tmp_path):
+    """`rhetoric time-suggestions`: requests spread over the devices, each
+    timed at every N with the analyser verifying, written as JSON."""
+    from spacy_rhetoric.llm.records import essay_rg_records, write_jsonl
+
+    _, base = models
+    annotated = Path(__file__).resolve().parents[1] / "annotations" / "pse-i-cerd" / "test.jsonl"
+    write_jsonl(essay_rg_records(annotated, k=1), tmp_path / "requests.jsonl")
+    out = tmp_path / "latency.json"
+    result = runner.invoke(app, ["time-suggestions", str(tmp_path / "requests.jsonl"), "-o", str(out), "--model-path", str(base),
+                                 "--analyser", str(PIPELINE), "--n-shots", "0", "--k", "1", "--per-device", "1",
+                                 "--latency-sample", "4", "--ns", "1,2", "--max-new-tokens", "4", "--lead", "device"])
+    assert result.exit_code == 0, result.stderr
+    timed = json.loads(out.read_text(encoding="utf8"))
+    assert timed["analyser"] == str(PIPELINE) and sum(timed["devices"].values()) == 4 and len(timed["devices"]) == 4
+    assert sorted(timed["latency"]) == ["1", "2"]
+    assert all(x["requests"] == 4 and 0 < x["p50"] <= x["p95"] for x in timed["latency"].values())
