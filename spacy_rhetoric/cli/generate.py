@@ -26,6 +26,11 @@ MAX_NEW_TOKENS = typer.Option(64, "--max-new-tokens")
 K_CONTEXT = typer.Option(3, "--k", help="Preceding sentences used as context")
 SAMPLING_SEED = typer.Option(0, "--seed", help="Sampling seed")
 LEAD = typer.Option("none", "--lead", help="Begin answers for the model (completion prompts): none, or device (a metaphor begins with its tenor and 像/仿佛/是/如同 in turn; a personification with its object and 悄悄地/向我们/微笑着/温柔地 in turn; a parallelism's first three clauses with its marker)")
+LOCAL_MODEL = typer.Option(..., "--model-path", help="Local transformers model")
+ANALYSER = typer.Option("pipelines/zh_rhetoric", "--analyser", help="Pipeline that verifies (name or folder)")
+KENLM = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM model: fluency term of the ranking (and evaluate-suggestions' fluency report)")
+NS = typer.Option("1,4,8", "--ns", help="Candidates per request to measure at (comma-separated N)")
+PER_DEVICE = typer.Option(50, "--per-device", help="Requests per device")
 
 
 @app.command("generate")
@@ -178,12 +183,12 @@ def evaluate_suggestions_cmd(
     output: Path = typer.Option(..., "--output", "-o", help="JSONL: one row per request (candidates, verdicts, success at each N)"),
     summary_path: Path = typer.Option(..., "--summary", help="JSON summary: success at each N per device, fluency, latency"),
     system: str = typer.Option(..., "--system", help="Name of the system (written into the summary)"),
-    model_path: str = typer.Option(..., "--model-path", help="Local transformers model"),
+    model_path: str = LOCAL_MODEL,
     adapter_path: Optional[str] = ADAPTER_PATH,
-    analyser: str = typer.Option("pipelines/zh_rhetoric", "--analyser", help="Pipeline that verifies (name or folder)"),
-    kenlm: Optional[Path] = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM model: fluency term of the ranking and the fluency report"),
-    ns: str = typer.Option("1,4,8", "--ns", help="Candidates per request to report success at (comma-separated)"),
-    per_device: int = typer.Option(50, "--per-device", help="Requests per device"),
+    analyser: str = ANALYSER,
+    kenlm: Optional[Path] = KENLM,
+    ns: str = NS,
+    per_device: int = PER_DEVICE,
     sample_seed: int = typer.Option(0, "--sample-seed"),
     n_shots: int = N_SHOTS,
     k: int = K_CONTEXT,
@@ -250,12 +255,12 @@ def _suggestion_generator(model_path, adapter_path, analyser, kenlm, n, n_shots,
 def time_suggestions_cmd(
     requests: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Held-out RG records, as for evaluate-suggestions"),
     output: Path = typer.Option(..., "--output", "-o", help="JSON: latency per request at each N (p50, p95, mean, s)"),
-    model_path: str = typer.Option(..., "--model-path", help="Local transformers model"),
+    model_path: str = LOCAL_MODEL,
     adapter_path: Optional[str] = ADAPTER_PATH,
-    analyser: str = typer.Option("pipelines/zh_rhetoric", "--analyser", help="Pipeline that verifies (name or folder)"),
-    kenlm: Optional[Path] = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM model: fluency term of the ranking"),
-    ns: str = typer.Option("1,4,8", "--ns", help="Candidates per request to time (comma-separated)"),
-    per_device: int = typer.Option(50, "--per-device", help="Requests per device (the pool the timed ones are taken from)"),
+    analyser: str = ANALYSER,
+    kenlm: Optional[Path] = KENLM,
+    ns: str = NS,
+    per_device: int = PER_DEVICE,
     sample_seed: int = typer.Option(0, "--sample-seed"),
     n_shots: int = N_SHOTS,
     k: int = K_CONTEXT,
@@ -295,7 +300,7 @@ def reverify_suggestions_cmd(
     output: Path = typer.Option(..., "--output", "-o", help="JSONL: one row per request, judged by ANALYSER"),
     summary_path: Path = typer.Option(..., "--summary", help="JSON summary: success at each N per device"),
     analyser: str = typer.Option(..., "--analyser", help="Pipeline that verifies (name or folder)"),
-    ns: str = typer.Option("1,4,8", "--ns", help="Candidates per request to report success at (comma-separated)"),
+    ns: str = NS,
 ) -> None:
     """The draws of an evaluate-suggestions run judged again by another analyser (no generation)."""
     import json
