@@ -221,16 +221,20 @@ def test_shared_prefix_gives_the_answers_of_full_prefills(tiny_path, monkeypatch
     prompts = [base + "月光像", base + "月光仿佛是一", base + "月光"]
     shared = TransformersBackend(str(tiny_path), seed=0)
     rows = [shared.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    ids, mask, cache = shared._shared_prefix(rows)
+    ids, mask, cache = shared._shared_prefix(rows, 8)
     assert cache is not None and cache.get_seq_length() > 5
     assert ids.shape == (3, max(len(r) for r in rows)) and mask[:, : cache.get_seq_length()].all()
     assert [r[m.bool()].tolist() for r, m in zip(ids, mask)] == rows  # each row's own tokens, in order
     got = shared.complete(prompts, n=2, temperature=1.0, max_new_tokens=8, stop="\n")
     whole = TransformersBackend(str(tiny_path), seed=0)
-    monkeypatch.setattr(whole, "_shared_prefix", lambda rows: (*_left_pad(rows, whole.tokenizer.pad_token_id, "cpu"), None))
+    monkeypatch.setattr(whole, "_shared_prefix", lambda rows, _: (*_left_pad(rows, whole.tokenizer.pad_token_id, "cpu"), None))
     want = whole.complete(prompts, n=2, temperature=1.0, max_new_tokens=8, stop="\n")
     assert [[c.text for c in x] for x in got] == [[c.text for c in x] for x in want]
     assert [c.logprob for x in got for c in x] == pytest.approx([c.logprob for x in want for c in x], abs=1e-4)
+    # middle padding that would reach past a sliding attention window: every row prefilled whole
+    monkeypatch.setattr(shared.model.config, "sliding_window", len(rows[1]) + 4, raising=False)
+    assert shared._shared_prefix(rows, 8)[2] is None
+    assert shared._shared_prefix([rows[0], rows[0]], 8)[2] is not None  # no padding in the middle
 
 
 def test_not_first_and_never_bar_texts_from_answers(tiny_path):

@@ -317,7 +317,7 @@ class TransformersBackend:
                 # the rows share the prompt's beginning: compute its cache once and give each row a copy
                 # (transformers' prefix caching) instead of one prefill per row
                 rows = [ids for ids in prompts for _ in range(n)]  # generate's order for num_return_sequences
-                input_ids, attention, cache = self._shared_prefix(rows)
+                input_ids, attention, cache = self._shared_prefix(rows, int(max_new_tokens))
                 kwargs.update(num_return_sequences=1)
                 if cache is not None:
                     kwargs.update(past_key_values=cache)
@@ -344,7 +344,7 @@ class TransformersBackend:
             completions.append(Completion(text=text, logprob=logprob, n_tokens=n_tokens, meta=meta))
         return completions
 
-    def _shared_prefix(self, rows: List[List[int]]) -> Tuple[Any, Any, Any]:
+    def _shared_prefix(self, rows: List[List[int]], max_new_tokens: int) -> Tuple[Any, Any, Any]:
         """``(input_ids, attention_mask, cache)`` for generating after each
         of ``rows`` (token ids) at once. The longest beginning all rows
         share (all but a row's last token at most) is run once and its
@@ -354,7 +354,10 @@ class TransformersBackend:
         longest rest)``. Each token keeps the position and the keys it has
         in a left-padded batch (positions count the mask's ones), so the
         answers are those of a full prefill of every row. cache is None
-        (and the batch left-padded) when the rows share nothing."""
+        (and the batch left-padded) when the rows share nothing, or when
+        middle padding and ``max_new_tokens`` would reach past the model's
+        sliding attention window (Gemma 3: 512 slots), where padding slots
+        in the middle would push a row's first tokens out of its window."""
         import torch
         from transformers import DynamicCache
 
@@ -364,7 +367,10 @@ class TransformersBackend:
             if any(r[i] != token for r in rows):
                 shared = i
                 break
-        if shared < 1:
+        rest = max(len(r) for r in rows) - shared
+        window = getattr(self.model.config, "sliding_window", None)
+        padded = any(len(r) - shared < rest for r in rows)
+        if shared < 1 or (padded and window and shared + rest + max_new_tokens > window):
             return (*_left_pad(rows, pad, self.model.device), None)
         prefix = rows[0][:shared]
         cache = DynamicCache()
