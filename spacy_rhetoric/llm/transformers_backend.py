@@ -289,7 +289,6 @@ class TransformersBackend:
         from transformers import StoppingCriteriaList
 
         model, tok = self.model, self.tokenizer
-        input_ids, attention = _left_pad(prompts, tok.pad_token_id, model.device)
         stop = self._stop_ids()
         kwargs: dict = {
             "max_new_tokens": int(max_new_tokens),
@@ -321,6 +320,8 @@ class TransformersBackend:
                 kwargs.update(num_return_sequences=1)
                 if cache is not None:
                     kwargs.update(past_key_values=cache)
+            else:
+                input_ids, attention = _left_pad(prompts, tok.pad_token_id, model.device)
             out = model.generate(input_ids=input_ids, attention_mask=attention, return_dict_in_generate=True,
                                  output_logits=True, **kwargs)
             # log p of each generated token under the model itself (raw logits, log-softmaxed), not under
