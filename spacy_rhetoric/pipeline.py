@@ -361,7 +361,10 @@ def finalize_trained(
 
     if (tokenizer_from is None) == (pkuseg_model is None):
         raise ValueError("give exactly one of tokenizer_from (a pipeline) or pkuseg_model (a folder)")
-    nlp = spacy.load(model_dir, config={"nlp": {"tokenizer": {"segmenter": "pkuseg"}}}, exclude=["tokenizer"])
+    from .tokenizer import TOKENIZER
+
+    tokenizer = {"@tokenizers": TOKENIZER, "segmenter": "pkuseg"}
+    nlp = spacy.load(model_dir, config={"nlp": {"tokenizer": tokenizer}}, exclude=["tokenizer"])
     if tokenizer_from is not None:
         nlp.tokenizer.from_disk(Path(tokenizer_from) / "tokenizer")
     else:

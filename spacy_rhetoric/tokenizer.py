@@ -18,11 +18,68 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import spacy
+from spacy import util
+from spacy.lang.zh import ChineseTokenizer as SpacyChineseTokenizer
+from spacy.lang.zh import Segmenter
 from spacy.language import Language
 from spacy.tokens import Doc
+
+from .pkuseg_features import PkusegFeatures
+
+TOKENIZER = "spacy_rhetoric.ChineseTokenizer.v1"
+
+
+class ChineseTokenizer(SpacyChineseTokenizer):
+    """spaCy's ``zh`` tokenizer, with the pkuseg segmenter's features
+    computed by :class:`~spacy_rhetoric.pkuseg_features.PkusegFeatures`:
+    the same words, about three times as fast (issue #24). The char and
+    jieba segmenters, and a pkuseg model the tables cannot reproduce, run
+    spaCy's code unchanged.
+    """
+
+    _features: Optional[PkusegFeatures] = None
+    _features_of: object = None
+
+    def __call__(self, text: str) -> Doc:
+        features = self._pkuseg_features()
+        if features is None:
+            return super().__call__(text)
+        words, spaces = util.get_words_and_spaces(features.cut(text), text)
+        return Doc(self.vocab, words=words, spaces=spaces)
+
+    def _pkuseg_features(self) -> Optional[PkusegFeatures]:
+        # built for the segmenter in place now: initialize and from_disk
+        # replace it
+        if self.segmenter != Segmenter.pkuseg or self.pkuseg_seg is None:
+            return None
+        if self._features_of is not self.pkuseg_seg:
+            self._features = PkusegFeatures.from_segmenter(self.pkuseg_seg)
+            self._features_of = self.pkuseg_seg
+        return self._features
+
+    def from_bytes(self, data: bytes, **kwargs) -> "ChineseTokenizer":
+        super().from_bytes(data, **kwargs)
+        self._pkuseg_features()
+        return self
+
+    def from_disk(self, path, **kwargs) -> "ChineseTokenizer":
+        super().from_disk(path, **kwargs)
+        self._pkuseg_features()
+        return self
+
+
+@spacy.registry.tokenizers(TOKENIZER)
+def create_chinese_tokenizer(segmenter: Segmenter = Segmenter.char) -> Callable[[Language], ChineseTokenizer]:
+    """The tokenizer of the shipped pipelines: ``spacy.zh.ChineseTokenizer.v1``
+    with the faster pkuseg features."""
+
+    def chinese_tokenizer_factory(nlp: Language) -> ChineseTokenizer:
+        return ChineseTokenizer(nlp.vocab, segmenter=segmenter)
+
+    return chinese_tokenizer_factory
 
 
 def make_nlp(pkuseg_model: Optional[Path] = None) -> Language:
@@ -35,7 +92,7 @@ def make_nlp(pkuseg_model: Optional[Path] = None) -> Language:
         return spacy.blank("zh")
     if not Path(pkuseg_model).exists():
         raise FileNotFoundError(f"pkuseg model not found: {pkuseg_model}")
-    nlp = spacy.blank("zh", config={"nlp": {"tokenizer": {"segmenter": "pkuseg"}}})
+    nlp = spacy.blank("zh", config={"nlp": {"tokenizer": {"@tokenizers": TOKENIZER, "segmenter": "pkuseg"}}})
     nlp.tokenizer.initialize(pkuseg_model=str(pkuseg_model))
     return nlp
 

@@ -1,0 +1,132 @@
+"""The shipped tokenizer (``spacy_rhetoric.ChineseTokenizer.v1``) segments as
+spaCy's ``zh`` tokenizer with the same pkuseg model does: the same feature
+indices, the same node scores bit for bit, the same words on every PSE-I
+essay."""
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.lang.zh import ChineseTokenizer as SpacyChineseTokenizer
+
+from spacy_rhetoric.corpora.pse_i import essay_text
+from spacy_rhetoric.pkuseg_features import PkusegFeatures
+from spacy_rhetoric.tokenizer import TOKENIZER, ChineseTokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+PKUSEG = ROOT / "pipelines" / "zh_rhetoric" / "tokenizer"
+# what real input holds besides Chinese prose: numbers and letters (which
+# pkuseg normalises), its renamed keyword characters, full-width forms,
+# control characters, emoji, whitespace of every kind
+ODD_TEXTS = [
+    "", "   ", "\n\r\n", "中", "中国", "abc DEF 123", "我有100元，ＵＳＢ和3.14。", "-._,|/*:",
+    "\x00中\x00国", "😀今天天气真好😀", "第1、2、3名", "我\u3000们\t一起", "Hello, world! 你好世界",
+    "**Num**Letter**noWord", "春天像刚落地的娃娃，从头到脚都是新的，它生长着。" * 40,
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizers():
+    """(spaCy's tokenizer, ours), both loaded from the shipped pkuseg model."""
+    vocab = spacy.blank("zh").vocab
+    theirs = SpacyChineseTokenizer(vocab, segmenter="pkuseg")
+    ours = ChineseTokenizer(vocab, segmenter="pkuseg")
+    theirs.from_disk(PKUSEG)
+    ours.from_disk(PKUSEG)
+    assert ours._pkuseg_features() is not None
+    return theirs, ours
+
+
+@pytest.fixture(scope="module")
+def essays(pse_dir):
+    return [essay_text(path) for path in sorted((pse_dir / "xml").glob("*.xml"))]
+
+
+def _pieces(tokenizer, texts):
+    """The pieces spacy-pkuseg tags: the text split at whitespace and at the
+    user dictionary's words."""
+    seg = tokenizer.pkuseg_seg
+    for text in texts:
+        for chunk in text.split():
+            words, is_word, _ = seg.preprocesser.solve(chunk)
+            yield from (w for w, known in zip(words, is_word) if not known)
+
+
+def _words(tokenizer, text):
+    return [(t.text, t.whitespace_) for t in tokenizer(text)]
+
+
+def test_same_words_as_spacy_on_every_pse_essay(tokenizers, essays):
+    theirs, ours = tokenizers
+    assert len(essays) == 409
+    for text in essays + ODD_TEXTS:
+        assert _words(ours, text) == _words(theirs, text), text[:40]
+
+
+def test_same_features_and_node_scores_as_spacy_pkuseg(tokenizers, essays):
+    from spacy_pkuseg.inference import getLogYY
+
+    theirs, _ = tokenizers
+    seg = theirs.pkuseg_seg
+    features = PkusegFeatures.from_segmenter(seg)
+    extractor, model = seg.feature_extractor, seg.model
+    pieces = list(_pieces(theirs, essays[:20] + ODD_TEXTS))
+    _, columns, starts = features.feature_indices(pieces)
+    scores, _ = features.node_scores(pieces)
+    for piece, start in zip(pieces, starts):
+        nodes = list(extractor.normalize_text(piece))
+        expected = [extractor.get_node_features_idx(i, nodes) for i in range(len(nodes))]
+        got = [[int(c[start + i]) for c in columns if c[start + i] != features.absent] for i in range(len(nodes))]
+        assert got == expected, piece
+        expected_scores, _ = getLogYY(expected, model.n_tag, model.n_feature * model.n_tag, model.w, 1.0)
+        assert scores[start : start + len(piece)].tolist() == expected_scores.tolist(), piece
+
+
+def test_user_dictionary_words_are_kept(tokenizers):
+    theirs, ours = tokenizers
+    text = "他说荷塘月色真美，荷塘月色令人难忘。"
+    for tokenizer in (theirs, ours):
+        tokenizer.pkuseg_update_user_dict(["荷塘月色"])
+    try:
+        assert "荷塘月色" in [t.text for t in ours(text)]
+        assert _words(ours, text) == _words(theirs, text)
+    finally:
+        for tokenizer in (theirs, ours):
+            tokenizer.pkuseg_update_user_dict([], reset=True)
+
+
+def test_falls_back_to_spacy_pkuseg_where_the_tables_would_differ(tokenizers, monkeypatch):
+    from spacy_pkuseg.config import config
+
+    theirs, _ = tokenizers
+    monkeypatch.setattr(config, "numLetterNorm", False)
+    assert PkusegFeatures.from_segmenter(theirs.pkuseg_seg) is None
+    fresh = ChineseTokenizer(spacy.blank("zh").vocab, segmenter="pkuseg")
+    fresh.from_disk(PKUSEG)
+    assert fresh._pkuseg_features() is None
+    assert _words(fresh, "我有100元。") == _words(theirs, "我有100元。")
+
+
+def test_shipped_pipelines_use_it_and_keep_it_through_serialisation():
+    for folder in sorted(p.parent for p in (ROOT / "pipelines").glob("*/config.cfg")):
+        nlp = spacy.load(folder)
+        assert nlp.config["nlp"]["tokenizer"] == {"@tokenizers": TOKENIZER, "segmenter": "pkuseg"}
+        assert isinstance(nlp.tokenizer, ChineseTokenizer)
+        text = "春天像刚落地的娃娃，从头到脚都是新的。"
+        words = [t.text for t in nlp.tokenizer(text)]
+        copy = pickle.loads(pickle.dumps(nlp.tokenizer))
+        again = ChineseTokenizer(nlp.vocab, segmenter="pkuseg").from_bytes(nlp.tokenizer.to_bytes())
+        for tokenizer in (copy, again):
+            assert tokenizer._pkuseg_features() is not None
+            assert [t.text for t in tokenizer(text)] == words
+
+
+def test_char_segmenter_is_spacys():
+    vocab = spacy.blank("zh").vocab
+    ours = ChineseTokenizer(vocab, segmenter="char")
+    theirs = SpacyChineseTokenizer(vocab, segmenter="char")
+    assert ours._pkuseg_features() is None
+    for text in ODD_TEXTS:
+        assert _words(ours, text) == _words(theirs, text)
