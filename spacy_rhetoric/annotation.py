@@ -15,9 +15,10 @@ Conventions shared by the converters, ``rhetoric_textcat``,
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
+import numpy
 from spacy.tokens import Doc, Span
 
 if TYPE_CHECKING:
@@ -153,9 +154,11 @@ class ParagraphClipper:
     breaks and whitespace tokens are read once (a token array), and each
     call only looks at the line breaks inside its span.
 
-    The tokens holding a line break are found from the characters: each
-    ``\\n`` or ``\\r`` of ``doc.text`` belongs to the last token starting at
-    or before it.
+    The tokens holding a line break are those whose text holds ``\\n`` or
+    ``\\r``: a token's trailing whitespace is at most one space, so every
+    character of ``doc.text`` is in one token's text or that space. Each
+    distinct token string is looked at once (``doc.text`` would build a
+    Token object per token).
     """
 
     __slots__ = ("space", "breaks")
@@ -163,8 +166,7 @@ class ParagraphClipper:
     def __init__(self, doc: Doc) -> None:
         n = len(doc)
         self.space: List[bool] = doc.to_array("IS_SPACE").astype(bool).tolist() if n else []
-        starts = doc.to_array("IDX").tolist() if n else []
-        self.breaks: List[int] = sorted({bisect_right(starts, m.start()) - 1 for m in _LINE_BREAK.finditer(doc.text)})
+        self.breaks: List[int] = _line_break_tokens(doc) if n else []
 
     def __call__(self, start: int, end: int) -> Optional[Tuple[int, int]]:
         """The clipped ``(start, end)`` of the token span ``[start, end)``,
@@ -184,6 +186,14 @@ class ParagraphClipper:
                 best = (s, e)
             piece_start = i + 1
         return best
+
+
+def _line_break_tokens(doc: Doc) -> List[int]:
+    """Indices of the tokens whose text holds a line break, ascending."""
+    orth = doc.to_array("ORTH")
+    strings = doc.vocab.strings
+    breaking = [h for h in numpy.unique(orth).tolist() if _LINE_BREAK.search(strings[h])]
+    return numpy.flatnonzero(numpy.isin(orth, breaking)).tolist() if breaking else []
 
 
 def clip_to_paragraph(doc: Doc, start: int, end: int) -> Optional[Tuple[int, int]]:
