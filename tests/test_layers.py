@@ -58,3 +58,66 @@ def test_gradients_come_back_in_input_order(make):
     for X, dX in zip(Xs, dXs):
         Y_alone, backprop_alone = model.begin_update([X])
         numpy.testing.assert_allclose(backprop_alone([numpy.ones_like(Y_alone[0])])[0], dX, atol=1e-5)
+
+
+@pytest.fixture
+def lstm_threads(monkeypatch):
+    """torch on 2 threads for the test (restored after); returns the thread
+    counts each ``torch.nn.LSTM.forward`` call ran with."""
+    import torch
+
+    seen = []
+    forward = torch.nn.LSTM.forward
+
+    def recording(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.LSTM, "forward", recording)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield seen
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("make", [lambda: PackedBiLSTM(8, 6), lambda: PackedPyTorchLSTM(8, 6)], ids=["PackedBiLSTM", "PackedPyTorchLSTM"])
+def test_predicts_on_one_thread_and_trains_on_the_callers(make, lstm_threads):
+    import torch
+
+    model, Xs = _initialized(make)
+    lstm_threads.clear()
+    model.predict(Xs)
+    assert lstm_threads == [1] and torch.get_num_threads() == 2
+    model.begin_update(Xs)
+    assert lstm_threads == [1, 2] and torch.get_num_threads() == 2
+
+
+def test_threads_predicting_at_once_keep_their_own_settings(lstm_threads):
+    """torch's thread count is per thread: a service's worker predicting
+    sets and restores its own, and the main thread's 2 stay."""
+    import threading
+
+    import torch
+
+    from spacy_rhetoric.ml.threads import one_thread_prediction
+
+    seen = {}
+    inside, release = threading.Event(), threading.Event()
+
+    def predict():
+        torch.set_num_threads(2)
+        with torch.no_grad(), one_thread_prediction():
+            seen["inside"] = torch.get_num_threads()
+            inside.set()
+            release.wait(30)
+        seen["after"] = torch.get_num_threads()
+
+    worker = threading.Thread(target=predict, daemon=True)
+    worker.start()
+    try:
+        assert inside.wait(30)
+        assert torch.get_num_threads() == 2
+    finally:
+        release.set()
+        worker.join(30)
+    assert seen == {"inside": 1, "after": 2}

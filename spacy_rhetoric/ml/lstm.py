@@ -21,6 +21,8 @@ from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, PyTorchWrapper, PyTorchWrapper_v2, torch2xp, with_padded, xp2torch
 from thinc.types import Floats2d, Floats3d, Padded
 
+from .threads import one_thread_prediction
+
 
 class PackedLSTMModule(torch.nn.LSTM):
     """``torch.nn.LSTM`` (time-major) that packs its zero-padded input.
@@ -34,7 +36,8 @@ class PackedLSTMModule(torch.nn.LSTM):
         Returns (max_len, batch, nO), zero at padded positions."""
         lengths = lengths.clamp(min=1)
         packed = torch.nn.utils.rnn.pack_padded_sequence(X, lengths, enforce_sorted=_longest_first(lengths))
-        out, _ = super().forward(packed)
+        with one_thread_prediction():
+            out, _ = super().forward(packed)
         Y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, total_length=X.shape[0])
         return Y
 
@@ -100,7 +103,8 @@ class _BatchFirstPackedLSTM(torch.nn.Module):
         """X: (batch, max_len, nI); lengths: (batch,). Returns (batch, max_len, nO)."""
         lengths = lengths.clamp(min=1)
         packed = torch.nn.utils.rnn.pack_padded_sequence(X, lengths, batch_first=True, enforce_sorted=_longest_first(lengths))
-        out, _ = self.lstm(packed)
+        with one_thread_prediction():
+            out, _ = self.lstm(packed)
         Y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=X.shape[1])
         return Y
 

