@@ -33,7 +33,7 @@ character ``c_i`` of a piece of ``n`` characters, in this order,
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 
@@ -44,6 +44,8 @@ NO_WORD = "**noWord"
 _FILLER = "*"
 _UNIGRAM = ("c.", "c-1.", "c1.", "c-2.", "c2.")
 _BIGRAM = ("c-1c.", "cc1.", "c-2c-1.")
+#: characters scored at once: each holds some 70 feature indices (int64)
+BATCH_CHARS = 16384
 
 
 class PkusegFeatures:
@@ -123,16 +125,19 @@ class PkusegFeatures:
 
     def tags(self, pieces: Sequence[str]) -> List[List[int]]:
         """The Viterbi tag indices of each piece (a text without whitespace),
-        as spacy-pkuseg's ``decodeViterbi_fast`` gives them."""
+        as spacy-pkuseg's ``decodeViterbi_fast`` gives them. Pieces are
+        scored in batches of about ``BATCH_CHARS`` characters, so memory
+        stays that of a batch (a longer piece is a batch of its own)."""
         from spacy_pkuseg.inference import run_viterbi
 
-        if not pieces:
-            return []
-        scores, starts = self.node_scores(pieces)
-        return [
-            list(run_viterbi(scores[s : s + len(p)], self.edge_scores)[1]) if p else []
-            for p, s in zip(pieces, starts)
-        ]
+        out: List[List[int]] = []
+        for batch in _batches(pieces, BATCH_CHARS):
+            scores, starts = self.node_scores(batch)
+            out.extend(
+                list(run_viterbi(scores[s : s + len(p)], self.edge_scores)[1]) if p else []
+                for p, s in zip(batch, starts)
+            )
+        return out
 
     def node_scores(self, pieces: Sequence[str]) -> Tuple[numpy.ndarray, List[int]]:
         """Node scores of the pieces laid end to end with gaps between them.
@@ -211,6 +216,21 @@ class PkusegFeatures:
         right = _lookup(self.pairs["ww.r."], (end_in[:, :, None] * nw + start_ex[:, None, :]).reshape(n, -1))
         blocks = [self.words["w-1."][end_in], self.words["w1."][start_in], left, right]
         return [column for block in blocks for column in block.T]
+
+
+def _batches(pieces: Sequence[str], limit: int) -> Iterator[List[str]]:
+    """Consecutive runs of ``pieces`` of at most ``limit`` characters in all
+    (a longer piece alone)."""
+    batch: List[str] = []
+    size = 0
+    for piece in pieces:
+        if batch and size + len(piece) > limit:
+            yield batch
+            batch, size = [], 0
+        batch.append(piece)
+        size += len(piece)
+    if batch:
+        yield batch
 
 
 def _words(piece: str, tags: Sequence[int], idx_to_tag: Dict[int, str]) -> List[str]:

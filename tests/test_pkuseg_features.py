@@ -84,6 +84,15 @@ def test_same_features_and_node_scores_as_spacy_pkuseg(tokenizers, essays):
         assert scores[start : start + len(piece)].tolist() == expected_scores.tolist(), piece
 
 
+def test_batches_of_a_few_characters_give_the_same_words(tokenizers, essays, monkeypatch):
+    import spacy_rhetoric.pkuseg_features as features
+
+    theirs, ours = tokenizers
+    monkeypatch.setattr(features, "BATCH_CHARS", 50)
+    for text in essays[:5] + ODD_TEXTS:
+        assert _words(ours, text) == _words(theirs, text), text[:40]
+
+
 def test_user_dictionary_words_are_kept(tokenizers):
     theirs, ours = tokenizers
     text = "他说荷塘月色真美，荷塘月色令人难忘。"
