@@ -107,7 +107,6 @@ def torch_threads(n: Optional[int]) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-
 @contextmanager
 def one_thread_prediction() -> Iterator[None]:
     """torch on one thread inside the block when no gradient is being
