@@ -146,17 +146,17 @@ class PkusegFeatures:
         n_tags), starts the row of each piece's first character. The rows of
         a piece equal spacy-pkuseg's ``getLogYY`` node scores bit for bit.
         """
-        features = self.feature_indices(pieces)
-        scores = numpy.zeros((features[0].shape[0], self.n_tag))
-        for column in features[1]:
+        columns, starts = self.feature_indices(pieces)
+        scores = numpy.zeros((len(columns[0]), self.n_tag))
+        for column in columns:
             # one column at a time, in spacy-pkuseg's order of features
             scores += self.weights[column]
-        return scores, features[2]
+        return scores, starts
 
-    def feature_indices(self, pieces: Sequence[str]) -> Tuple[numpy.ndarray, List[numpy.ndarray], List[int]]:
-        """``(node ids, columns, starts)``: the columns are Ints1d
-        (n_positions,) of feature indices in spacy-pkuseg's order, with
-        ``self.absent`` where a character lacks that feature."""
+    def feature_indices(self, pieces: Sequence[str]) -> Tuple[List[numpy.ndarray], List[int]]:
+        """``(columns, starts)``: the columns are Ints1d (n_positions,) of
+        feature indices in spacy-pkuseg's order, with ``self.absent`` where a
+        character lacks that feature; starts as in :meth:`node_scores`."""
         gap = max(self.lengths) + 1
         normalize = self.segmenter.feature_extractor.normalize_text
         ids: List[int] = []
@@ -174,7 +174,7 @@ class PkusegFeatures:
         columns = self._character_columns(node)
         if self.word_features:
             columns.extend(self._word_columns("".join(chars), len(node)))
-        return node, [numpy.where(c < 0, self.absent, c) for c in columns], starts
+        return [numpy.where(c < 0, self.absent, c) for c in columns], starts
 
     def _character_columns(self, node: numpy.ndarray) -> List[numpy.ndarray]:
         n, nn = len(node), self.n_nodes

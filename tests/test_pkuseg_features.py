@@ -73,7 +73,7 @@ def test_same_features_and_node_scores_as_spacy_pkuseg(tokenizers, essays):
     features = PkusegFeatures.from_segmenter(seg)
     extractor, model = seg.feature_extractor, seg.model
     pieces = list(_pieces(theirs, essays[:20] + ODD_TEXTS))
-    _, columns, starts = features.feature_indices(pieces)
+    columns, starts = features.feature_indices(pieces)
     scores, _ = features.node_scores(pieces)
     for piece, start in zip(pieces, starts):
         nodes = list(extractor.normalize_text(piece))
