@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import srsly
 
-from spacy_rhetoric.msgpack_codecs import look_up_msgpack_codecs_once
+import catalogue
+
+from spacy_rhetoric.msgpack_codecs import RegistryScan, look_up_msgpack_codecs_once
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = sorted(p.parent for p in (ROOT / "pipelines").glob("*/config.cfg"))
@@ -20,6 +22,8 @@ def codecs_as_shipped_by_srsly(monkeypatch):
     them; restored after the test whatever an earlier ``spacy.load`` did."""
     for codecs in CODECS:
         monkeypatch.setattr(codecs, "entry_points", True)
+        if "get_all" in vars(codecs):
+            monkeypatch.delattr(codecs, "get_all")
     return monkeypatch
 
 
@@ -30,6 +34,7 @@ def test_stops_the_lookups_when_no_entry_point_is_declared(codecs_as_shipped_by_
     assert look_up_msgpack_codecs_once() == ["srsly.msgpack_encoders", "srsly.msgpack_decoders"]
     assert [codecs.entry_points for codecs in CODECS] == [False, False]
     assert [codecs.get_all() for codecs in CODECS] == before
+    assert all(isinstance(vars(codecs)["get_all"], RegistryScan) for codecs in CODECS)
     assert look_up_msgpack_codecs_once() == []  # nothing left to stop
 
 
@@ -42,6 +47,42 @@ def test_a_registry_with_a_declared_entry_point_keeps_reading_them(codecs_as_shi
     codecs_as_shipped_by_srsly.setattr(decoders, "get_entry_points", lambda: {})
     assert look_up_msgpack_codecs_once() == ["srsly.msgpack_decoders"]
     assert encoders.entry_points is True and decoders.entry_points is False
+    assert "get_all" not in vars(encoders) and encoders.get_all()["sets"] is encode_sets
+
+
+def test_the_remembered_scan_follows_every_change_to_the_registry(codecs_as_shipped_by_srsly):
+    encoders = srsly.msgpack_encoders
+    codecs_as_shipped_by_srsly.setattr(encoders, "entry_points", False)
+    scan = RegistryScan(encoders)
+    codecs_as_shipped_by_srsly.setattr(catalogue, "REGISTRY", dict(catalogue.REGISTRY))
+
+    def as_catalogue_scans():
+        return catalogue.Registry.get_all(encoders)
+
+    def encode_sets(obj, chain=None):
+        return sorted(obj) if isinstance(obj, set) else obj
+
+    def encode_frozensets(obj, chain=None):
+        return sorted(obj) if isinstance(obj, frozenset) else obj
+
+    answer = scan()
+    assert answer == as_catalogue_scans() and "numpy" in answer
+    answer["changed by the caller"] = None
+    assert scan() == as_catalogue_scans()  # a new dict each call
+    encoders.register("sets", func=encode_sets)  # added
+    assert scan() == as_catalogue_scans() and scan()["sets"] is encode_sets
+    encoders.register("sets", func=encode_frozensets)  # replaced: same length, same last key
+    assert scan()["sets"] is encode_frozensets
+    other = next(key for key in catalogue.REGISTRY if key[:2] != ("srsly", "msgpack_encoders"))
+    del catalogue.REGISTRY[other]  # removed elsewhere, then one of ours added: same length
+    del catalogue.REGISTRY[("srsly", "msgpack_encoders", "sets")]
+    assert scan() == as_catalogue_scans() and "sets" not in scan()  # removed
+    catalogue.REGISTRY[other] = None
+    encoders.register("sets", func=encode_sets)
+    assert scan() == as_catalogue_scans() and scan()["sets"] is encode_sets
+    codecs_as_shipped_by_srsly.setattr(encoders, "entry_points", True)
+    codecs_as_shipped_by_srsly.setattr(encoders, "get_entry_points", lambda: {"frozensets": encode_frozensets})
+    assert scan()["frozensets"] is encode_frozensets  # entry points read again when switched back on
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES, ids=[p.name for p in PIPELINES])
