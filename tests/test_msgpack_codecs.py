@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import catalogue
 import pytest
 import srsly
-
-import catalogue
 
 from spacy_rhetoric.msgpack_codecs import RegistryScan, look_up_msgpack_codecs_once
 
@@ -71,14 +70,23 @@ def test_the_remembered_scan_follows_every_change_to_the_registry(codecs_as_ship
     assert scan() == as_catalogue_scans()  # a new dict each call
     encoders.register("sets", func=encode_sets)  # added
     assert scan() == as_catalogue_scans() and scan()["sets"] is encode_sets
-    encoders.register("sets", func=encode_frozensets)  # replaced: same length, same last key
+    encoders.register("sets", func=encode_frozensets)  # replaced: the same keys
     assert scan()["sets"] is encode_frozensets
-    other = next(key for key in catalogue.REGISTRY if key[:2] != ("srsly", "msgpack_encoders"))
+    ours = ("srsly", "msgpack_encoders", "sets")
+    other = next(key for key in catalogue.REGISTRY if key[:2] != ours[:2])
+    del catalogue.REGISTRY[ours]  # removed: one fewer
+    assert scan() == as_catalogue_scans() and "sets" not in scan()
     del catalogue.REGISTRY[other]  # removed elsewhere, then one of ours added: same length
-    del catalogue.REGISTRY[("srsly", "msgpack_encoders", "sets")]
-    assert scan() == as_catalogue_scans() and "sets" not in scan()  # removed
-    catalogue.REGISTRY[other] = None
     encoders.register("sets", func=encode_sets)
+    assert scan() == as_catalogue_scans() and scan()["sets"] is encode_sets
+    del catalogue.REGISTRY[ours]  # ours removed, one added elsewhere: same length
+    catalogue.REGISTRY[other] = None
+    assert scan() == as_catalogue_scans() and "sets" not in scan()
+    elsewhere = next(key for key in catalogue.REGISTRY if key[:2] != ours[:2] and key != other)
+    del catalogue.REGISTRY[elsewhere]  # one of ours added before the same last key: same length
+    del catalogue.REGISTRY[other]
+    encoders.register("sets", func=encode_sets)
+    catalogue.REGISTRY[other] = None
     assert scan() == as_catalogue_scans() and scan()["sets"] is encode_sets
     codecs_as_shipped_by_srsly.setattr(encoders, "entry_points", True)
     codecs_as_shipped_by_srsly.setattr(encoders, "get_entry_points", lambda: {"frozensets": encode_frozensets})
