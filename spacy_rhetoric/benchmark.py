@@ -106,6 +106,18 @@ def _summary(seconds: Sequence[float], words: int, chars: int) -> Dict[str, floa
             "chars_per_second_best": chars / best, "chars_per_second_median": chars / median}
 
 
+def add_process_speedups(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Give each row of one model (sorted by ``n_process``) its speed-up over
+    the first row, the fewest processes: ``speedup_vs_fewest_processes_best``
+    and ``_median``, ratios of seconds (``2.0``: twice as fast). Returns
+    ``rows``."""
+    first = rows[0]
+    for row in rows:
+        for stat in ("best", "median"):
+            row[f"speedup_vs_fewest_processes_{stat}"] = first[f"seconds_{stat}"] / row[f"seconds_{stat}"]
+    return rows
+
+
 def benchmark_pipelines(
     models: Sequence[Union[str, Path]],
     texts: Sequence[str],
@@ -154,9 +166,10 @@ def benchmark_pipelines(
                 result.setdefault("_rss", {})[n] = (rss["self"], rss["children"])
     for result in results:
         n_words = result["words"]
-        result["rows"] = [{"n_process": n, **_summary(result["_runs"][n], n_words, chars),
-                           "peak_rss_mib_self": result["_rss"][n][0], "peak_rss_mib_children": result["_rss"][n][1]}
-                          for n in settings]
+        result["rows"] = add_process_speedups(
+            [{"n_process": n, **_summary(result["_runs"][n], n_words, chars),
+              "peak_rss_mib_self": result["_rss"][n][0], "peak_rss_mib_children": result["_rss"][n][1]}
+             for n in settings])
         result["tokenizer"] = _summary(result.pop("_tok"), n_words, chars)
         comp = {name: statistics.median(run[name] for run in result["_comp"]) for name in result["_comp"][0]}
         total = sum(comp.values())

@@ -142,6 +142,7 @@ def test_benchmark_pipelines_reports_every_figure(pse_dir):
     (run,) = result["results"]
     (row,) = run["rows"]
     assert row["n_process"] == 1 and len(row["seconds_all"]) == 2
+    assert row["speedup_vs_fewest_processes_best"] == row["speedup_vs_fewest_processes_median"] == 1.0
     assert row["seconds_best"] <= row["seconds_median"]
     assert row["chars_per_second_best"] == pytest.approx(sum(map(len, texts)) / row["seconds_best"])
     assert run["words"] > 0 and run["load_seconds"] > 0 and run["tokenizer"]["chars_per_second_best"] > 0
@@ -149,6 +150,15 @@ def test_benchmark_pipelines_reports_every_figure(pse_dir):
     assert sum(c["share"] for c in run["components"].values()) == pytest.approx(1.0)
     with pytest.raises(ValueError):
         benchmark_pipelines([ROOT / "pipelines" / "zh_rhetoric"], texts, repeat=0)
+
+
+def test_process_speedups_are_ratios_of_seconds_to_the_fewest_processes():
+    from spacy_rhetoric.benchmark import add_process_speedups
+
+    rows = add_process_speedups([{"n_process": 1, "seconds_best": 1.5, "seconds_median": 1.6},
+                                 {"n_process": 2, "seconds_best": 1.0, "seconds_median": 1.28}])
+    assert [r["speedup_vs_fewest_processes_best"] for r in rows] == [1.0, 1.5]
+    assert [r["speedup_vs_fewest_processes_median"] for r in rows] == [1.0, 1.25]
 
 
 def test_benchmark_latency_times_the_service_on_long_essays(pse_dir):

@@ -85,9 +85,10 @@ def benchmark_pipeline_cmd(
                          f"{row['words_per_second_best']:.0f} / {row['words_per_second_median']:.0f}",
                          f"{row['chars_per_second_best']:.0f} / {row['chars_per_second_median']:.0f}",
                          f"{first['seconds_best'] / row['seconds_best']:.2f}x",
+                         f"{row['speedup_vs_fewest_processes_best']:.2f}x / {row['speedup_vs_fewest_processes_median']:.2f}x",
                          f"{row['peak_rss_mib_self']:.0f} / {row['peak_rss_mib_children']:.0f}"))
     msg.table(rows, header=("model", "n_process", "seconds best / median", "words/s", "chars/s", "speed vs first",
-                            "peak RSS MiB self / child"), divider=True,
+                            "vs fewest processes best / median", "peak RSS MiB self / child"), divider=True,
               title=f"{result['docs']} PSE-I {split} essays ({result['chars']} chars, {data['gold_words']} gold words), {repeat} rounds")
     limits = [(run["model"], f"{run['load_seconds']:.1f}", f"{run['tokenizer']['chars_per_second_best']:.0f}",
                "  ".join(f"{name} {c['share']:.0%}" for name, c in run["components"].items())) for run in runs]
