@@ -139,3 +139,43 @@ def test_char_segmenter_is_spacys():
     assert ours._pkuseg_features() is None
     for text in ODD_TEXTS:
         assert _words(ours, text) == _words(theirs, text)
+
+
+def test_substring_hashes_do_not_depend_on_where_the_string_stands():
+    """Equal substrings hash equal wherever they stand, astral characters and
+    NUL included; the word filter keeps every word of the list."""
+    import numpy
+
+    from spacy_rhetoric.pkuseg_features import SubstringHashes, _contains, _hashes_of
+
+    words = ["春天", "娃娃", "😀好", "\x00中", "新的一年"]
+    text = "春天像刚落地的娃娃😀好\x00中，新的一年春天"
+    hashes = SubstringHashes(text)
+    spans = [(a, b) for a in range(len(text)) for b in range(a, len(text) + 1)]
+    values = hashes.of(numpy.array([a for a, _ in spans]), numpy.array([b for _, b in spans]))
+    by_string = {}
+    for (a, b), value in zip(spans, values.tolist()):
+        by_string.setdefault(text[a:b], set()).add(value)
+    assert all(len(seen) == 1 for seen in by_string.values())
+    assert len({next(iter(seen)) for seen in by_string.values()}) == len(by_string)  # no collision here
+    known = _hashes_of(words)
+    found = {text[a:b] for (a, b), hit in zip(spans, _contains(known, values)) if hit}
+    assert found == set(words)
+    assert not _contains(_hashes_of([]), values).any()
+
+
+def test_word_columns_equal_a_lookup_of_every_substring(tokenizers, essays):
+    """The hash-filtered word ids equal a plain lookup of every substring of
+    each length, on essays and odd texts (never empty there: pieces are
+    followed by a gap)."""
+    import numpy
+
+    features = tokenizers[1]._pkuseg_features()
+    get = features.word_id.get
+    for text in ["".join(essays[:3]).replace("\n", ""), *filter(None, ODD_TEXTS)]:
+        n = len(text)
+        columns = features._word_columns(text, n)
+        starting = numpy.asarray(columns[len(features.lengths) : 2 * len(features.lengths)]).T  # the w1. block
+        plain = numpy.asarray([[features.words["w1."][get(text[j : j + length], 0)] if j + length <= n else
+                                features.words["w1."][0] for length in features.lengths] for j in range(n)])
+        assert numpy.array_equal(starting.reshape(plain.shape), plain)
