@@ -10,8 +10,10 @@ characters is hashed with arrays and only those whose hash is a word's
 (about 7% in essays) are looked up in the word list, and the feature of a pair
 (a character pair, a word pair) is found by ``numpy.searchsorted`` in a
 table of integer keys. The model, the Viterbi decoding
-(``spacy_pkuseg.inference.run_viterbi``), the user dictionary and the
-post-processing stay spacy-pkuseg's own.
+(``spacy_pkuseg.inference.run_viterbi``) and the user dictionary stay
+spacy-pkuseg's own; its post-processing (merging listed runs of words) is
+reproduced for a whole text at once by
+:class:`~spacy_rhetoric.pkuseg_merges.WordMerges`.
 
 The result is exactly spacy-pkuseg's: each character gets the same feature
 indices in the same order (a missing feature adds 0.0 in its place), and
@@ -34,10 +36,11 @@ character ``c_i`` of a piece of ``n`` characters, in this order,
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy
 
+T = TypeVar("T")
 NO_WORD = "**noWord"
 # A character no word of the list contains: it stands for multi-character
 # nodes (**Num, **Letter) and fills the gap between pieces, so that no
@@ -47,9 +50,10 @@ _UNIGRAM = ("c.", "c-1.", "c1.", "c-2.", "c2.")
 _BIGRAM = ("c-1c.", "cc1.", "c-2c-1.")
 #: characters scored at once: each holds some 70 feature indices (int64)
 BATCH_CHARS = 16384
-#: substrings are hashed as polynomials in this odd number (the 64-bit FNV
-#: prime) modulo 2**64, numpy's wrapping uint64 arithmetic (Karp & Rabin 1987)
-_HASH_BASE = 0x100000001B3
+#: substrings are hashed as polynomials in this odd number (a constant of
+#: MurmurHash3's finaliser, whose bits are well spread) modulo 2**64,
+#: numpy's wrapping uint64 arithmetic (Karp & Rabin 1987)
+_HASH_BASE = 0xFF51AFD7ED558CCD
 _HASH_INVERSE = pow(_HASH_BASE, -1, 2**64)
 
 
@@ -82,6 +86,10 @@ class PkusegFeatures:
         self.n_words = len(self.word_id) + 1
         self.words = {p: _id_array(d, self.word_id, self.n_words) for p, d in words.items()}
         self.word_hashes = _hashes_of(list(self.word_id))
+        from .pkuseg_merges import WordMerges
+
+        # spacy-pkuseg's post-processing, for all pieces at once
+        self.merges = WordMerges(segmenter.postprocesser)
         word_or_none = dict(self.word_id, **{NO_WORD: 0})
         self.pairs = {p: _key_table(_split_pairs(d, word_or_none), word_or_none, self.n_words) for p, d in pairs.items()}
         weights = numpy.asarray(model.w, dtype=numpy.float64).reshape(-1, self.n_tag)
@@ -120,13 +128,14 @@ class PkusegFeatures:
             words, is_word, _ = seg.preprocesser.solve(chunk)
             pieces.extend(zip(words, is_word))
         to_tag = [p for p, is_word in pieces if not is_word]
-        tags = iter(self.tags(to_tag))
+        tagged = [_words(p, t, seg.idx_to_tag) for p, t in zip(to_tag, self.tags(to_tag))]
+        merged = iter(self.merges(tagged))
         out: List[str] = []
         for piece, is_word in pieces:
             if is_word:
                 out.append(piece)
             else:
-                out.extend(seg.postprocesser(_words(piece, next(tags), seg.idx_to_tag)))
+                out.extend(next(merged))
         return out
 
     def tags(self, pieces: Sequence[str]) -> List[List[int]]:
@@ -272,17 +281,18 @@ def _contains(known: numpy.ndarray, keys: numpy.ndarray) -> numpy.ndarray:
     return known[pos] == keys
 
 
-def _batches(pieces: Sequence[str], limit: int) -> Iterator[List[str]]:
+def _batches(pieces: Sequence[T], limit: int, size_of: Callable[[T], int] = len) -> Iterator[List[T]]:
     """Consecutive runs of ``pieces`` of at most ``limit`` characters in all
-    (a longer piece alone)."""
-    batch: List[str] = []
+    (a longer piece alone); ``size_of`` counts a piece's characters."""
+    batch: List[T] = []
     size = 0
     for piece in pieces:
-        if batch and size + len(piece) > limit:
+        chars = size_of(piece)
+        if batch and size + chars > limit:
             yield batch
             batch, size = [], 0
         batch.append(piece)
-        size += len(piece)
+        size += chars
     if batch:
         yield batch
 

@@ -179,3 +179,58 @@ def test_word_columns_equal_a_lookup_of_every_substring(tokenizers, essays):
         plain = numpy.asarray([[features.words["w1."][get(text[j : j + length], 0)] if j + length <= n else
                                 features.words["w1."][0] for length in features.lengths] for j in range(n)])
         assert numpy.array_equal(starting.reshape(plain.shape), plain)
+
+
+def _postprocesser(common, other):
+    from spacy_pkuseg import Postprocesser
+
+    post = Postprocesser(None, None)
+    post.do_process, post.common_words, post.other_words = True, set(common), set(other)
+    return post
+
+
+def test_word_merges_equal_spacy_pkuseg_post_processing_on_dense_merges():
+    """Random word lists over a few characters, built from the runs that
+    are listed, so that merges are frequent: runs of every length, merges
+    inside merges (runs of more than 7 words as tagged), the parts test,
+    overlapping runs, lists of 0 to 40 words; compared with spacy-pkuseg's
+    own ``post_process`` in batches of several lists."""
+    import random
+
+    from spacy_rhetoric.pkuseg_merges import WordMerges
+
+    rng = random.Random(24)
+    alphabet = "春天来了花开"
+    for case in range(300):
+        pieces = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 2))) for _ in range(30)]
+        runs = [[rng.choice(pieces) for _ in range(rng.randint(2, 7))] for _ in range(40)]
+        # a listed run and more words: merged only after the run is (runs of 8+ words)
+        runs += [run + [rng.choice(pieces) for _ in range(rng.randint(1, 3))] for run in rng.sample(runs, 15)]
+        listed = {"".join(run) for run in runs} | set(rng.sample(pieces, 5))  # single words: the parts test
+        common = set(rng.sample(sorted(listed), 10)) if case % 2 else set()
+        post = _postprocesser(common, listed - common)
+
+        def sentence():
+            words = []
+            while len(words) < rng.randint(0, 40):
+                words += rng.choice(runs) if rng.random() < 0.5 else [rng.choice(pieces)]
+            return words
+
+        sents = [sentence() for _ in range(rng.randint(1, 6))]
+        want = [post(list(sent)) for sent in sents]
+        assert WordMerges(post)(sents) == want, (case, sents)
+
+
+def test_word_merges_follow_changes_to_the_word_sets_and_do_nothing_when_off():
+    from spacy_rhetoric.pkuseg_merges import WordMerges
+
+    post = _postprocesser([], ["春天"])
+    merges = WordMerges(post)
+    assert merges([["春", "天", "来"]]) == [["春天", "来"]]
+    post.other_words.add("天来")
+    assert merges([["春", "天", "来", "天", "来"]]) == [["春天", "来", "天来"]]
+    eight = list("甲乙丙丁戊己庚辛")  # 7 words merged, then the 8-word run
+    post.other_words |= {"".join(eight[:7]), "".join(eight)}
+    assert merges([eight]) == [["".join(eight)]]
+    post.do_process = False
+    assert merges([["春", "天"]]) == [["春", "天"]]
