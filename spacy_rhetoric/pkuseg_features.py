@@ -85,7 +85,7 @@ class PkusegFeatures:
         self.word_id: Dict[str, int] = {w: i + 1 for i, w in enumerate(sorted(extractor.unigram))}
         self.n_words = len(self.word_id) + 1
         self.words = {p: _id_array(d, self.word_id, self.n_words) for p, d in words.items()}
-        self.word_hashes = _hashes_of(list(self.word_id))
+        self.word_hashes = numpy.sort(_hashes_of(list(self.word_id)))
         from .pkuseg_merges import WordMerges
 
         # spacy-pkuseg's post-processing, for all pieces at once
@@ -267,10 +267,10 @@ def _powers(base: int, n: int) -> numpy.ndarray:
 
 
 def _hashes_of(words: Sequence[str]) -> numpy.ndarray:
-    """Sorted uint64 array of the words' :class:`SubstringHashes` hashes."""
-    ends = numpy.cumsum([len(w) for w in words], dtype=numpy.int64)
-    starts = ends - numpy.asarray([len(w) for w in words], dtype=numpy.int64)
-    return numpy.unique(SubstringHashes("".join(words)).of(starts, ends))
+    """Uint64 array (len(words),): each word's :class:`SubstringHashes` hash."""
+    lengths = numpy.fromiter(map(len, words), dtype=numpy.int64, count=len(words))
+    ends = numpy.cumsum(lengths)
+    return SubstringHashes("".join(words)).of(ends - lengths, ends)
 
 
 def _contains(known: numpy.ndarray, keys: numpy.ndarray) -> numpy.ndarray:

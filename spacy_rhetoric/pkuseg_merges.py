@@ -45,6 +45,9 @@ class WordMerges:
         self.postprocesser = postprocesser
         self._sizes: Optional[Tuple[int, int]] = None
         self._listed = numpy.zeros(0, dtype=bool)
+        if postprocesser.do_process:
+            # built now, at load: fork workers of nlp.pipe inherit it
+            self._maybe_listed(numpy.zeros(0, dtype=numpy.uint64))
 
     def _maybe_listed(self, hashes: numpy.ndarray) -> numpy.ndarray:
         """Bool array: False where a hash is no listed word's. A table of
@@ -55,7 +58,7 @@ class WordMerges:
         common, other = self.postprocesser.common_words, self.postprocesser.other_words
         if self._sizes != (len(common), len(other)):
             self._listed = numpy.zeros(2**FILTER_BITS, dtype=bool)
-            self._listed[_slot(_hashes_of(list(common | other)))] = True
+            self._listed[_slot(_hashes_of([*common, *other]))] = True
             self._sizes = (len(common), len(other))
         return self._listed[_slot(hashes)]
 
