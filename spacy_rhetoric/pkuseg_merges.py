@@ -52,9 +52,10 @@ class WordMerges:
     def _maybe_listed(self, hashes: numpy.ndarray) -> numpy.ndarray:
         """Bool array: False where a hash is no listed word's. A table of
         2**FILTER_BITS flags (8 MiB) indexed by Fibonacci hashing (Knuth,
-        TAOCP 3, 6.4): one lookup each, where a search of the 390k sorted
-        hashes took 4x as long. A True may be wrong; the caller looks the
-        string up."""
+        TAOCP 3, 6.4): one lookup each (the merges of the 42 PSE-I test
+        essays took 0.016 s so, 0.032 s with a search of the 390k sorted
+        hashes). A True may be wrong (4.6% of unlisted substrings there);
+        the caller looks the string up."""
         common, other = self.postprocesser.common_words, self.postprocesser.other_words
         if self._sizes != (len(common), len(other)):
             self._listed = numpy.zeros(2**FILTER_BITS, dtype=bool)
