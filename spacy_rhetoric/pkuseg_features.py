@@ -36,11 +36,13 @@ character ``c_i`` of a piece of ``n`` characters, in this order,
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-T = TypeVar("T")
+from .pkuseg_merges import WordMerges
+from .substring_hashes import BATCH_CHARS, SubstringHashes, batches, contains_sorted, hashes_of
+
 NO_WORD = "**noWord"
 # A character no word of the list contains: it stands for multi-character
 # nodes (**Num, **Letter) and fills the gap between pieces, so that no
@@ -48,13 +50,6 @@ NO_WORD = "**noWord"
 _FILLER = "*"
 _UNIGRAM = ("c.", "c-1.", "c1.", "c-2.", "c2.")
 _BIGRAM = ("c-1c.", "cc1.", "c-2c-1.")
-#: characters scored at once: each holds some 70 feature indices (int64)
-BATCH_CHARS = 16384
-#: substrings are hashed as polynomials in this odd number (a constant of
-#: MurmurHash3's finaliser, whose bits are well spread) modulo 2**64,
-#: numpy's wrapping uint64 arithmetic (Karp & Rabin 1987)
-_HASH_BASE = 0xFF51AFD7ED558CCD
-_HASH_INVERSE = pow(_HASH_BASE, -1, 2**64)
 
 
 class PkusegFeatures:
@@ -85,9 +80,7 @@ class PkusegFeatures:
         self.word_id: Dict[str, int] = {w: i + 1 for i, w in enumerate(sorted(extractor.unigram))}
         self.n_words = len(self.word_id) + 1
         self.words = {p: _id_array(d, self.word_id, self.n_words) for p, d in words.items()}
-        self.word_hashes = numpy.sort(_hashes_of(list(self.word_id)))
-        from .pkuseg_merges import WordMerges
-
+        self.word_hashes = numpy.sort(hashes_of(list(self.word_id)))
         # spacy-pkuseg's post-processing, for all pieces at once
         self.merges = WordMerges(segmenter.postprocesser)
         word_or_none = dict(self.word_id, **{NO_WORD: 0})
@@ -146,7 +139,7 @@ class PkusegFeatures:
         from spacy_pkuseg.inference import run_viterbi
 
         out: List[List[int]] = []
-        for batch in _batches(pieces, BATCH_CHARS):
+        for batch in batches(pieces, BATCH_CHARS):
             scores, starts = self.node_scores(batch)
             out.extend(
                 list(run_viterbi(scores[s : s + len(p)], self.edge_scores)[1]) if p else []
@@ -218,7 +211,7 @@ class PkusegFeatures:
             if n >= length:
                 # a substring whose hash no word has is no word: look up the rest
                 starts = numpy.arange(n - length + 1)
-                starts = starts[_contains(self.word_hashes, hashes.of(starts, starts + length))]
+                starts = starts[contains_sorted(self.word_hashes, hashes.of(starts, starts + length))]
                 starting[starts, k] = [get(text[j : j + length], 0) for j in starts.tolist()]
         span = numpy.asarray(lengths)
         rows = numpy.arange(n)[:, None]
@@ -235,66 +228,6 @@ class PkusegFeatures:
         right = _lookup(self.pairs["ww.r."], (end_in[:, :, None] * nw + start_ex[:, None, :]).reshape(n, -1))
         blocks = [self.words["w-1."][end_in], self.words["w1."][start_in], left, right]
         return [column for block in blocks for column in block.T]
-
-
-class SubstringHashes:
-    """Hashes of a text's substrings, many at once (Karp & Rabin 1987).
-
-    The hash of ``text[a:b]`` is the sum of ``(ord(text[j]) + 1) *
-    _HASH_BASE ** (j - a)`` for ``j`` in ``a..b-1``, modulo 2**64: the same
-    for the same characters wherever they stand. Equal strings have equal
-    hashes; unequal ones rarely do, so a hash says "maybe", and the
-    callers look the string up to be sure.
-    """
-
-    def __init__(self, text: str) -> None:
-        codes = numpy.frombuffer(text.encode("utf-32-le"), dtype=numpy.uint32).astype(numpy.uint64) + 1
-        self.prefix = numpy.zeros(len(codes) + 1, dtype=numpy.uint64)
-        numpy.cumsum(codes * _powers(_HASH_BASE, len(codes)), out=self.prefix[1:])
-        self.unscale = _powers(_HASH_INVERSE, len(codes) + 1)
-
-    def of(self, starts: numpy.ndarray, ends: numpy.ndarray) -> numpy.ndarray:
-        """Uint64 array: the hash of ``text[a:b]`` for each ``a, b`` of
-        ``starts, ends`` (Ints1d of one length, ``0 <= a <= b <= len(text)``)."""
-        return (self.prefix[ends] - self.prefix[starts]) * self.unscale[starts]
-
-
-def _powers(base: int, n: int) -> numpy.ndarray:
-    """Uint64 array (n,): ``base ** j`` modulo 2**64 for ``j < n``."""
-    out = numpy.full(n, base, dtype=numpy.uint64)
-    out[:1] = 1
-    return numpy.cumprod(out, dtype=numpy.uint64)
-
-
-def _hashes_of(words: Sequence[str]) -> numpy.ndarray:
-    """Uint64 array (len(words),): each word's :class:`SubstringHashes` hash."""
-    lengths = numpy.fromiter(map(len, words), dtype=numpy.int64, count=len(words))
-    ends = numpy.cumsum(lengths)
-    return SubstringHashes("".join(words)).of(ends - lengths, ends)
-
-
-def _contains(known: numpy.ndarray, keys: numpy.ndarray) -> numpy.ndarray:
-    """Bool array: whether each of ``keys`` is in the sorted array ``known``."""
-    if not len(known):
-        return numpy.zeros(keys.shape, dtype=bool)
-    pos = numpy.minimum(numpy.searchsorted(known, keys), len(known) - 1)
-    return known[pos] == keys
-
-
-def _batches(pieces: Sequence[T], limit: int, size_of: Callable[[T], int] = len) -> Iterator[List[T]]:
-    """Consecutive runs of ``pieces`` of at most ``limit`` characters in all
-    (a longer piece alone); ``size_of`` counts a piece's characters."""
-    batch: List[T] = []
-    size = 0
-    for piece in pieces:
-        chars = size_of(piece)
-        if batch and size + chars > limit:
-            yield batch
-            batch, size = [], 0
-        batch.append(piece)
-        size += chars
-    if batch:
-        yield batch
 
 
 def _words(piece: str, tags: Sequence[int], idx_to_tag: Dict[int, str]) -> List[str]:

@@ -9,7 +9,7 @@ pass: a sixth of the tokenizer's time on essays, though few runs are
 listed (498 of 133,711 in the 42 PSE-I test essays; issue #24).
 
 Here the runs of 2 to 7 words of all the word lists of a batch are hashed
-with arrays (:class:`~spacy_rhetoric.pkuseg_features.SubstringHashes`),
+with arrays (:class:`~spacy_rhetoric.substring_hashes.SubstringHashes`),
 and only those whose hash is a listed word's are looked up. A list with
 none is returned as it is: no pass can merge anything in it. The others
 are merged pass by pass as spacy-pkuseg does, visiting only the runs that
@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy
 
-from .pkuseg_features import BATCH_CHARS, SubstringHashes, _batches, _hashes_of
+from .substring_hashes import BATCH_CHARS, SubstringHashes, batches, hashes_of
 
 #: spacy-pkuseg's run lengths, longest first (``post_process``)
 RUN_LENGTHS = (7, 6, 5, 4, 3, 2)
@@ -59,7 +59,7 @@ class WordMerges:
         common, other = self.postprocesser.common_words, self.postprocesser.other_words
         if self._sizes != (len(common), len(other)):
             self._listed = numpy.zeros(2**FILTER_BITS, dtype=bool)
-            self._listed[_slot(_hashes_of([*common, *other]))] = True
+            self._listed[_slot(hashes_of([*common, *other]))] = True
             self._sizes = (len(common), len(other))
         return self._listed[_slot(hashes)]
 
@@ -70,7 +70,7 @@ class WordMerges:
         if not self.postprocesser.do_process:
             return [list(sent) for sent in sents]
         out: List[List[str]] = []
-        for batch in _batches(sents, BATCH_CHARS, lambda sent: sum(map(len, sent))):
+        for batch in batches(sents, BATCH_CHARS, lambda sent: sum(map(len, sent))):
             for sent, runs in zip(batch, self._listed_runs(batch)):
                 out.append(self._merge(list(sent), runs) if runs else list(sent))
         return out

@@ -86,9 +86,11 @@ def test_same_features_and_node_scores_as_spacy_pkuseg(tokenizers, essays):
 
 def test_batches_of_a_few_characters_give_the_same_words(tokenizers, essays, monkeypatch):
     import spacy_rhetoric.pkuseg_features as features
+    import spacy_rhetoric.pkuseg_merges as merges
 
     theirs, ours = tokenizers
     monkeypatch.setattr(features, "BATCH_CHARS", 50)
+    monkeypatch.setattr(merges, "BATCH_CHARS", 50)
     for text in essays[:5] + ODD_TEXTS:
         assert _words(ours, text) == _words(theirs, text), text[:40]
 
@@ -146,7 +148,7 @@ def test_substring_hashes_do_not_depend_on_where_the_string_stands():
     NUL included; the word filter keeps every word of the list."""
     import numpy
 
-    from spacy_rhetoric.pkuseg_features import SubstringHashes, _contains, _hashes_of
+    from spacy_rhetoric.substring_hashes import SubstringHashes, contains_sorted, hashes_of
 
     words = ["春天", "娃娃", "😀好", "\x00中", "新的一年"]
     text = "春天像刚落地的娃娃😀好\x00中，新的一年春天"
@@ -158,10 +160,10 @@ def test_substring_hashes_do_not_depend_on_where_the_string_stands():
         by_string.setdefault(text[a:b], set()).add(value)
     assert all(len(seen) == 1 for seen in by_string.values())
     assert len({next(iter(seen)) for seen in by_string.values()}) == len(by_string)  # no collision here
-    known = numpy.sort(_hashes_of(words))
-    found = {text[a:b] for (a, b), hit in zip(spans, _contains(known, values)) if hit}
+    known = numpy.sort(hashes_of(words))
+    found = {text[a:b] for (a, b), hit in zip(spans, contains_sorted(known, values)) if hit}
     assert found == set(words)
-    assert not _contains(_hashes_of([]), values).any()
+    assert not contains_sorted(hashes_of([]), values).any()
 
 
 def test_word_columns_equal_a_lookup_of_every_substring(tokenizers, essays):
