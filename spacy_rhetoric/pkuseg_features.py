@@ -41,7 +41,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy
 
 from .pkuseg_merges import WordMerges
-from .substring_hashes import BATCH_CHARS, SubstringHashes, batches, contains_sorted, hashes_of
+from .substring_hashes import BATCH_CHARS, SubstringHashes, batches, contains_sorted, find_sorted, hashes_of
 
 NO_WORD = "**noWord"
 # A character no word of the list contains: it stands for multi-character
@@ -313,8 +313,8 @@ def _lookup(table: Tuple[numpy.ndarray, numpy.ndarray], keys: numpy.ndarray) -> 
     known, values = table
     if not len(known) or not keys.size:
         return numpy.full(keys.shape, -1, dtype=numpy.int64)
-    pos = numpy.minimum(numpy.searchsorted(known, keys), len(known) - 1)
-    return numpy.where(known[pos] == keys, values[pos], -1)
+    pos, found = find_sorted(known, keys)
+    return numpy.where(found, values[pos], -1)
 
 
 def _pad(values: numpy.ndarray, n: int, offset: int) -> numpy.ndarray:

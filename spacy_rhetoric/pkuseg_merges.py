@@ -44,10 +44,30 @@ class WordMerges:
     def __init__(self, postprocesser) -> None:
         self.postprocesser = postprocesser
         self._sizes: Optional[Tuple[int, int]] = None
-        self._listed = numpy.zeros(0, dtype=bool)
+        self._flags = numpy.zeros(0, dtype=bool)
         if postprocesser.do_process:
-            # built now, at load: fork workers of nlp.pipe inherit it
-            self._maybe_listed(numpy.zeros(0, dtype=numpy.uint64))
+            self._filter()  # built now, at load: fork workers of nlp.pipe inherit it
+
+    def _filter(self) -> numpy.ndarray:
+        """The flag table of the listed words' slots, built again when the
+        word sets' sizes change."""
+        common, other = self.postprocesser.common_words, self.postprocesser.other_words
+        if self._sizes != (len(common), len(other)):
+            self._flags = numpy.zeros(2**FILTER_BITS, dtype=bool)
+            self._flags[_slot(hashes_of([*common, *other]))] = True
+            self._sizes = (len(common), len(other))
+        return self._flags
+
+    def _listed(self, text: str) -> bool:
+        return text in self.postprocesser.common_words or text in self.postprocesser.other_words
+
+    def _merges(self, parts: List[str]) -> bool:
+        """spacy-pkuseg's ``do_seg`` for a run whose concatenation is listed:
+        always for ``common_words``; for ``other_words`` unless every part
+        is listed itself."""
+        if "".join(parts) in self.postprocesser.common_words:
+            return True
+        return not all(self._listed(w) for w in parts)
 
     def _maybe_listed(self, hashes: numpy.ndarray) -> numpy.ndarray:
         """Bool array: False where a hash is no listed word's. A table of
@@ -56,12 +76,7 @@ class WordMerges:
         essays took 0.016 s so, 0.032 s with a search of the 390k sorted
         hashes). A True may be wrong (4.6% of unlisted substrings there);
         the caller looks the string up."""
-        common, other = self.postprocesser.common_words, self.postprocesser.other_words
-        if self._sizes != (len(common), len(other)):
-            self._listed = numpy.zeros(2**FILTER_BITS, dtype=bool)
-            self._listed[_slot(hashes_of([*common, *other]))] = True
-            self._sizes = (len(common), len(other))
-        return self._listed[_slot(hashes)]
+        return self._filter()[_slot(hashes)]
 
     def __call__(self, sents: Sequence[List[str]]) -> List[List[str]]:
         """The word lists after spacy-pkuseg's merges (each list is its own
@@ -79,21 +94,20 @@ class WordMerges:
         """Per list: the runs ``(first word, length)`` of 2 to 7 words whose
         concatenation is listed (in ``common_words`` or ``other_words``)."""
         words = [w for sent in sents for w in sent]
-        lengths = numpy.fromiter((len(w) for w in words), dtype=numpy.int64, count=len(words))
+        lengths = numpy.fromiter(map(len, words), dtype=numpy.int64, count=len(words))
         bounds = numpy.concatenate([[0], numpy.cumsum(lengths)])
-        sent_of = numpy.repeat(numpy.arange(len(sents)), [len(s) for s in sents])
-        first = numpy.concatenate([[0], numpy.cumsum([len(s) for s in sents])])
+        sizes = [len(s) for s in sents]
+        sent_of = numpy.repeat(numpy.arange(len(sents)), sizes)
+        first = numpy.concatenate([[0], numpy.cumsum(sizes)])
         text = "".join(words)
         hashes = SubstringHashes(text)
-        common, other = self.postprocesser.common_words, self.postprocesser.other_words
         runs: List[Set[Tuple[int, int]]] = [set() for _ in sents]
         for m in RUN_LENGTHS:
             starts = numpy.arange(max(len(words) - m + 1, 0))
             starts = starts[sent_of[starts] == sent_of[starts + m - 1]]  # within one list
             starts = starts[self._maybe_listed(hashes.of(bounds[starts], bounds[starts + m]))]
             for i in starts.tolist():
-                merged = text[bounds[i] : bounds[i + m]]
-                if merged in common or merged in other:
+                if self._listed(text[bounds[i] : bounds[i + m]]):
                     k = int(sent_of[i])
                     runs[k].add((i - int(first[k]), m))
         return runs
@@ -101,7 +115,6 @@ class WordMerges:
     def _merge(self, sent: List[str], runs: Set[Tuple[int, int]]) -> List[str]:
         """spacy-pkuseg's passes over one list, visiting only listed runs;
         ``runs`` as :meth:`_listed_runs` gives them."""
-        common, other = self.postprocesser.common_words, self.postprocesser.other_words
         # spans[j]: the first and end word (of the list as tagged) of word j now
         spans = [(i, i + 1) for i in range(len(sent))]
         at: Dict[int, int] = {}  # first word -> index now, where a merge moved it
@@ -117,12 +130,11 @@ class WordMerges:
                     candidates.add(j)
             for q in merged:  # runs holding a merged word: looked up
                 for j in range(max(q - m + 1, 0), min(q, len(sent) - m) + 1):
-                    joined = "".join(sent[j : j + m])
-                    if joined in common or joined in other:
+                    if self._listed("".join(sent[j : j + m])):
                         candidates.add(j)
             merges, free = [], 0
             for j in sorted(candidates):
-                if j >= free and _merges(sent[j : j + m], common, other):
+                if j >= free and self._merges(sent[j : j + m]):
                     merges.append(j)
                     free = j + m
             if merges:
@@ -138,12 +150,3 @@ def _slot(hashes: numpy.ndarray) -> numpy.ndarray:
     """The filter's slot of each hash: the top FILTER_BITS bits of its
     product with 2**64 / golden ratio."""
     return (hashes * numpy.uint64(0x9E3779B97F4A7C15)) >> numpy.uint64(64 - FILTER_BITS)
-
-
-def _merges(parts: List[str], common: Set[str], other: Set[str]) -> bool:
-    """spacy-pkuseg's ``do_seg`` for a run whose concatenation is listed:
-    always for ``common_words``; for ``other_words`` unless every part is
-    listed itself."""
-    if "".join(parts) in common:
-        return True
-    return not all(w in common or w in other for w in parts)

