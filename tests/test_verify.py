@@ -19,8 +19,8 @@ from spacy_rhetoric.llm.records import essay_rg_records, write_jsonl
 from spacy_rhetoric.llm.tasks import CompletionRGTask, RGRequest
 from spacy_rhetoric.llm.tiny import build_tiny_chat_model
 from spacy_rhetoric.llm.transformers_backend import TransformersBackend
-from spacy_rhetoric.llm.verify import (check_weights, in_context, pipeline_analyser, rank_score, repeated_clause, verify,
-                                       verify_record)
+from spacy_rhetoric.llm.verify import (SCORED_SPANS, check_weights, in_context, pipeline_analyser, rank_score,
+                                       repeated_clause, verify, verify_record)
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA = ROOT / "assets" / "generators" / "gemma-3-270m"
@@ -329,6 +329,26 @@ def test_a_parallelism_lead_begins_three_branches_with_the_marker():
     assert [p.generation for p in task.parse_responses(answers)[0]] == ["我爱花开；我爱雨落；我爱叶黄。"] * 2
 
 
+def test_a_named_object_may_pass_by_the_object_threshold():
+    text, start = in_context(["春天到了。"], "春风微笑着走过田野。")
+    sent = span("春风微笑着走过田野。", text, coarse={"personification": 0.7})
+    # no personification_object component over its own threshold
+    bare = verify_record(record(text, [sent]), start, "personification", "春风")
+    assert bare.verified is False and bare.reason == "春风 is not the personification_object found (none found)"
+    rec = record(text, [sent])
+    rec[SCORED_SPANS] = [span("春风", text, "personification_object", 0.3), span("田野", text, "personification_object", 0.6),
+                         {"label": "personification_object", "start": 0, "end": 2, "text": "春天", "score": 0.9}]
+    verdict = verify_record(rec, start, "personification", "春风")
+    assert verdict.verified and verdict.object and verdict.analyser_score == pytest.approx(0.7 * 0.3)
+    assert verdict.evidence[-1] == {"label": "personification_object", "text": "春风", "start": 0, "end": 2, "score": 0.3}
+    # a scored span of the context, or another object, does not count
+    assert verify_record(rec, start, "personification", "春天").verified is False
+    assert verify_record(rec, start, "personification", "阳光").object is False
+    # nor does it stand in for the device
+    rec["sentences"] = [span("春风微笑着走过田野。", text, coarse={})]
+    assert verify_record(rec, start, "personification", "春风").device is False
+
+
 # --- the shipped pipeline as analyser --------------------------------------------------------
 
 
@@ -346,6 +366,41 @@ def test_pipeline_analyser_verifies_a_simile_in_its_context(nlp):
     assert verdicts[0].verified, verdicts[0]
     assert {"metaphor", "tenor"} <= {p["label"] for p in verdicts[0].evidence}
     assert verdicts[1].verified is False and verdicts[1].device is False
+
+
+def test_pipeline_analyser_records_are_the_users_records_plus_scored_object_spans(nlp):
+    """The analyser runs the component head once: its records equal what
+    nlp(text) gives a user, and the spans it scores for named objects are
+    those of the pipeline's object thresholds, in the text's offsets."""
+    from spacy_rhetoric.records import doc_to_record
+
+    rows = [json.loads(line) for line in ANNOTATED_DEV.open(encoding="utf8")][:14]
+    text = "".join(("\n" if i and r["para"] != rows[i - 1]["para"] else "") + r["text"] for i, r in enumerate(rows))
+    texts = [text, "春风微笑着走过田野，小草向我们点头。"]
+    records = pipeline_analyser(nlp)(texts)
+    comp = nlp.get_pipe("rhetoric_components")
+    limits = comp.cfg["object_thresholds"]
+    assert limits, "the shipped pipeline verifies with an object threshold"
+    for t, rec in zip(texts, records):
+        spans = rec.pop(SCORED_SPANS)
+        assert rec == doc_to_record(nlp(t), rec["id"])
+        for s in spans:
+            assert t[s["start"]:s["end"]] == s["text"] and s["score"] >= limits[s["label"]]
+    # with a threshold of 0 every suggested span is scored: a superset
+    local = spacy.load(PIPELINE)
+    local.get_pipe("rhetoric_components").cfg["object_thresholds"] = {"personification_object": 0.0}
+    everything = pipeline_analyser(local)(texts)
+    for rec, full in zip(records, everything):
+        kept = {(s["start"], s["end"]) for s in full[SCORED_SPANS]}
+        assert {(s["start"], s["end"]) for s in rec.get(SCORED_SPANS, [])} <= kept
+
+
+def test_object_thresholds_are_checked():
+    blank = spacy.blank("zh", config={"nlp": {"tokenizer": {"@tokenizers": "spacy.zh.ChineseTokenizer", "segmenter": "char"}}})
+    with pytest.raises(ValueError, match="personification_object"):
+        blank.add_pipe("rhetoric_components", config={"object_thresholds": {"personification_object": 1.5}})
+    with pytest.raises(ValueError, match="not_a_label"):
+        blank.add_pipe("rhetoric_components", config={"object_thresholds": {"not_a_label": 0.2}})
 
 
 def test_generator_in_the_analysing_pipeline_verifies_with_the_components_before_it(nlp, tiny_model):

@@ -332,6 +332,60 @@ def reverify_suggestions_cmd(
     typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
 
 
+@app.command("tune-object-thresholds")
+def tune_object_thresholds_cmd(
+    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline folder that verifies"),
+    output: Path = typer.Argument(..., help="Folder for the pipeline with the chosen threshold (may be MODEL)"),
+    requests: Path = typer.Option(Path("corpus/rg/essays_dev.jsonl"), "--requests", exists=True, dir_okay=False, help="Dev requests with their human sentences (never test)"),
+    device: str = typer.Option("personification", "--device", help="Device whose object threshold is chosen"),
+    min_precision: float = typer.Option(0.8, "--min-precision", help="Take the lowest threshold whose precision on the dev pairs reaches this"),
+    n_context: int = typer.Option(2, "--n-context", help="Context sentences before each human sentence (the generator config's n_context)"),
+    report: Optional[Path] = typer.Option(None, "--report", help="JSON file for the table of every threshold tried"),
+) -> None:
+    """Choose rhetoric_components' object threshold for DEVICE: the
+    threshold a span named by a suggestion request must reach to count as
+    the device's object, chosen on the dev essays' human sentences
+    (spacy_rhetoric.evaluation.object_thresholds)."""
+    import json
+
+    from wasabi import msg
+
+    from ..evaluation.object_thresholds import choose, labelled_pairs, score_pairs, sweep
+    from ..llm.records import read_jsonl
+    from ..pipeline import load_pipeline, write_component
+    from ..taxonomy import OBJECT_COMPONENT
+
+    if not 0.0 < min_precision <= 1.0:
+        msg.fail(f"--min-precision must be in (0, 1], got {min_precision}", exits=1)
+    try:
+        pairs = labelled_pairs(list(read_jsonl(requests)), device)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+    nlp = load_pipeline(model)
+    label = OBJECT_COMPONENT[device]
+    table = sweep(score_pairs(nlp, pairs, device, n_context))
+    chosen = choose(table, min_precision)
+    for t, row in table.items():
+        name = "components alone" if t > 1 else f"{t:.2f}"
+        msg.text(f"{name}: P {row['p']:.3f} R {row['r']:.3f} F1 {row['f']:.3f} (tp {row['tp']}, fp {row['fp']}, fn {row['fn']})")
+    comp = nlp.get_pipe("rhetoric_components")
+    kept = {k: v for k, v in comp.cfg.get("object_thresholds", {}).items() if k != label}
+    if chosen > 1:
+        msg.warn(f"no threshold reaches precision {min_precision}; {label} keeps its components alone")
+    else:
+        kept[label] = chosen
+    comp.cfg["object_thresholds"] = kept
+    write_component(model, output, nlp, "rhetoric_components")
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps({"model": str(model), "requests": str(requests), "device": device, "label": label,
+                                      "pairs": len(pairs), "positives": sum(g for _, g in pairs), "min_precision": min_precision,
+                                      "chosen": None if chosen > 1 else chosen,
+                                      "table": {("components_alone" if t > 1 else f"{t:.2f}"): row for t, row in table.items()}},
+                                     indent=1), encoding="utf8")
+    msg.good(f"{label}: object threshold {'none' if chosen > 1 else f'{chosen:.2f}'} -> wrote {output}")
+
+
 @app.command("suggestion-sheet")
 def suggestion_sheet_cmd(
     rows: Path = typer.Argument(..., exists=True, dir_okay=False, help="evaluate-suggestions results (JSONL)"),

@@ -18,7 +18,7 @@ Linear -> sigmoid, multi-label) with two changes:
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.attrs import IS_PUNCT, IS_SPACE
@@ -102,6 +102,7 @@ def build_device_ngram_suggester(sizes: List[int], spans_key: str = "rhetoric") 
         "spans_key": COMPONENTS_KEY,
         "threshold": 0.5,
         "thresholds": {},
+        "object_thresholds": {},
         "positive_weights": {},
         "branch_markers": False,
         "allow_overlap": False,
@@ -121,6 +122,7 @@ def make_rhetoric_components(
     spans_key: str,
     threshold: float,
     thresholds: Dict[str, float],
+    object_thresholds: Dict[str, float],
     positive_weights: Dict[str, float],
     branch_markers: bool,
     allow_overlap: bool,
@@ -135,6 +137,7 @@ def make_rhetoric_components(
         spans_key=spans_key,
         threshold=threshold,
         thresholds=thresholds,
+        object_thresholds=object_thresholds,
         positive_weights=positive_weights,
         branch_markers=branch_markers,
         allow_overlap=allow_overlap,
@@ -158,6 +161,7 @@ class RhetoricComponents(SpanCategorizer):
         spans_key: str = COMPONENTS_KEY,
         threshold: float = 0.5,
         thresholds: Optional[Dict[str, float]] = None,
+        object_thresholds: Optional[Dict[str, float]] = None,
         positive_weights: Optional[Dict[str, float]] = None,
         branch_markers: bool = False,
         allow_overlap: bool = False,
@@ -165,6 +169,11 @@ class RhetoricComponents(SpanCategorizer):
     ) -> None:
         """``thresholds``: per component label, overriding ``threshold``
         (chosen on dev by ``rhetoric tune-thresholds-raw``).
+        ``object_thresholds``: per component label, the threshold for a
+        span named in advance, as a suggestion request names its object
+        (:meth:`scored_spans`, read by :mod:`spacy_rhetoric.llm.verify`);
+        chosen on dev by ``rhetoric tune-object-thresholds``. It does not
+        change ``doc.spans``.
         ``positive_weights``: per component label, the weight of a gold span
         in the loss (:meth:`get_loss`); 1 where not given.
         ``branch_markers``: at prediction, parallelism markers are read off
@@ -174,14 +183,15 @@ class RhetoricComponents(SpanCategorizer):
         for a threshold outside [0, 1], a weight that is not positive or a
         label outside the taxonomy."""
         thresholds = dict(thresholds or {})
+        object_thresholds = {k: float(v) for k, v in (object_thresholds or {}).items()}
         positive_weights = {k: float(v) for k, v in (positive_weights or {}).items()}
-        for key, value in {"threshold": threshold, **thresholds}.items():
+        for key, value in {"threshold": threshold, **thresholds, **object_thresholds}.items():
             if not 0.0 <= value <= 1.0:
                 raise ValueError(Errors.R104.format(key=key, value=value))
         for key, value in positive_weights.items():
             if not value > 0:
                 raise ValueError(Errors.R111.format(key=key, value=value))
-        unknown = [k for k in [*thresholds, *positive_weights] if k not in COMPONENT_LABELS]
+        unknown = [k for k in [*thresholds, *object_thresholds, *positive_weights] if k not in COMPONENT_LABELS]
         if unknown:
             raise ValueError(Errors.R106.format(label=unknown[0], labels=", ".join(COMPONENT_LABELS)))
         super().__init__(
@@ -199,6 +209,7 @@ class RhetoricComponents(SpanCategorizer):
         # is a per-label filter on the multi-label output.
         self.cfg["label_overlap"] = bool(allow_overlap)
         self.cfg["thresholds"] = thresholds
+        self.cfg["object_thresholds"] = object_thresholds
         self.cfg["branch_markers"] = bool(branch_markers)
         self.positive_weights = positive_weights
 
@@ -284,6 +295,38 @@ class RhetoricComponents(SpanCategorizer):
             group.append(Span(doc, int(indices[i, 0]), int(indices[i, 1]), label=labels[j]))
         group.attrs["scores"] = numpy.asarray(scores[rows, cols], dtype="f")
         return group
+
+    def scored_spans(
+        self, docs: Sequence[Doc], predictions: Tuple[Ragged, Floats2d], thresholds: Optional[Dict[str, float]] = None
+    ) -> List[List[Dict[str, Any]]]:
+        """For each doc, the suggested spans whose probability of a label in
+        ``thresholds`` (default ``cfg["object_thresholds"]``) reaches that
+        label's threshold, as ``{"label", "start", "end", "text", "score"}``
+        with character offsets, in candidate then label order.
+        ``predictions`` is :meth:`predict`'s: indices Ragged of Ints2d
+        (n_candidates, 2) token offsets, one row block per doc, and scores
+        Floats2d (n_candidates, n_labels). Unlike ``doc.spans``, no span
+        is dropped for overlapping a higher-scoring one: the caller asks
+        about one span it names in advance."""
+        indices, scores = predictions
+        limits = self.cfg.get("object_thresholds", {}) if thresholds is None else thresholds
+        columns = [(j, label, float(limits[label])) for j, label in enumerate(self.labels) if label in limits]
+        lengths = self.model.ops.to_numpy(indices.lengths)
+        rows = self.model.ops.to_numpy(indices.dataXd)
+        scores = self.model.ops.to_numpy(scores)
+        out: List[List[Dict[str, Any]]] = []
+        offset = 0
+        for doc, n in zip(docs, lengths.tolist()):
+            found = []
+            for i in range(offset, offset + n):
+                for j, label, limit in columns:
+                    if scores[i, j] >= limit:
+                        span = doc[int(rows[i, 0]) : int(rows[i, 1])]
+                        found.append({"label": label, "start": span.start_char, "end": span.end_char,
+                                      "text": span.text, "score": float(scores[i, j])})
+            out.append(found)
+            offset += n
+        return out
 
     def _make_span_group_multilabel(self, doc: Doc, indices: Ints2d, scores: Floats2d) -> SpanGroup:
         """Spans with probability >= threshold, clipped to one paragraph

@@ -10,7 +10,14 @@ text ``context + candidate`` (only what lies in the candidate counts):
   analyze`` records them), and some component of the candidate labelled
   ``OBJECT_COMPONENT[d]`` (tenor, personification_object, hyperbole_object)
   matches o by the containment rule of
-  :func:`spacy_rhetoric.evaluation.rhetoric_success.object_matches`;
+  :func:`spacy_rhetoric.evaluation.rhetoric_success.object_matches`, or,
+  failing that, a span matching o reaches the analysing pipeline's
+  *object threshold* for that label (``rhetoric_components``'s
+  ``object_thresholds``, the record's ``scored_object_spans``). A request
+  names its object in advance, so the question is only whether that span
+  is the object, not where one is: the threshold is chosen on the dev
+  essays' human sentences (``rhetoric tune-object-thresholds``), and a
+  pipeline without one uses its components alone;
 - parallelism: the linker groups at least ``min_branches`` (default 3)
   branches inside the candidate, at least ``min_branches`` of them different
   once punctuation is left out (the marker o is not required). The same
@@ -59,6 +66,9 @@ _QUOTES = re.compile(r"[“”‘’「」『』\"'（）()《》〈〉【】\[\
 
 #: ``texts -> one analysis record per text``
 Analyse = Callable[[List[str]], List[Dict[str, Any]]]
+#: Record key of the spans the component head scores for a named object
+#: (``RhetoricComponents.scored_spans``), beside the record's components.
+SCORED_SPANS = "scored_object_spans"
 #: Characters that end a sentence, so the candidate starts a new one.
 _SENTENCE_FINAL = "。！？!?…”’」』）)"
 #: Default ranking weights (see :func:`rank_score`); chosen before any
@@ -119,6 +129,12 @@ def verify_record(record: Dict[str, Any], start: int, rhetoric: str, obj: str, *
     device_ok = bool(scores)
     label = OBJECT_COMPONENT[rhetoric]
     matches = [float(c.get("score") or 0.0) for c in components if c["label"] == label and object_matches(c["text"], obj)]
+    if not matches:
+        named = [c for c in record.get(SCORED_SPANS, ()) if c["start"] >= start and c["label"] == label and object_matches(c["text"], obj)]
+        best = max(named, key=lambda c: c["score"], default=None)
+        if best is not None:
+            matches = [best["score"]]
+            evidence.append(_piece(label, best, start, best["score"]))
     object_ok = bool(matches)
     score = (max(scores) if scores else 0.0) * (max(matches) if matches else 0.0)
     reason = ""
@@ -229,13 +245,35 @@ def pipeline_analyser(nlp: Any, *, before: Optional[str] = None, batch_size: int
 
     def analyse(texts: List[str]) -> List[Dict[str, Any]]:
         docs = [nlp.make_doc(t) for t in texts]
+        named: List[List[Dict[str, Any]]] = [[] for _ in docs]
         for name, proc in nlp.pipeline:
             if name == before:
                 break
-            docs = list(proc.pipe(docs, batch_size=batch_size)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
-        return [doc_to_record(doc, str(i)) for i, doc in enumerate(docs)]
+            if hasattr(proc, "scored_spans"):
+                named = _predict_with_scored_spans(proc, docs, batch_size)
+            elif hasattr(proc, "pipe"):
+                docs = list(proc.pipe(docs, batch_size=batch_size))
+            else:
+                docs = [proc(d) for d in docs]
+        records = [doc_to_record(doc, str(i)) for i, doc in enumerate(docs)]
+        for record, spans in zip(records, named):
+            record[SCORED_SPANS] = spans
+        return records
 
     return analyse
+
+
+def _predict_with_scored_spans(proc: Any, docs: List[Any], batch_size: int) -> List[List[Dict[str, Any]]]:
+    """Annotate ``docs`` with the component head ``proc`` as its ``pipe``
+    would, batch by batch, and return its :meth:`scored_spans` for them
+    from the same predictions."""
+    named: List[List[Dict[str, Any]]] = []
+    for i in range(0, len(docs), batch_size):
+        batch = docs[i : i + batch_size]
+        predictions = proc.predict(batch)
+        proc.set_annotations(batch, predictions)
+        named.extend(proc.scored_spans(batch, predictions))
+    return named
 
 
 def kenlm_fluency(model: Any, texts: Sequence[str]) -> List[Optional[float]]:
