@@ -170,6 +170,10 @@ def test_a_looping_or_copied_candidate_is_not_verified():
     looped = "因为有“因为有”的道理，因为有“因为有”的道理，因为有“因为有”的道理……"
     assert repeated_clause([], looped) == "repeats the clause 因为有因为有的道理"
     assert repeated_clause(["他说：“我爱春天的花”。"], "我爱春天的花，我爱夏天的雨。") == "copies the clause 我爱春天的花 from the context"
+    # a loop too short for a clause (a LoRA draw for a personification request)
+    assert repeated_clause([], "时间悄悄地悄地地地地地地地地地") == "repeats 地 9 times in a row"
+    assert repeated_clause([], "未知悄悄地悄地悄地悄地悄地悄地") == "repeats 悄地 6 times in a row"
+    assert repeated_clause([], "哈哈哈哈，层层叠叠的山，悄悄地走了。") == ""
 
 
 def test_weights_are_checked_and_combined():

@@ -24,7 +24,8 @@ text ``context + candidate`` (only what lies in the candidate counts):
   clause said three times (是理想；是理想；是理想。) is repetition (反复),
   not parallelism (``annotations/GUIDELINES.md`` §4.5);
 - and, for every device, the candidate is not degenerate
-  (:func:`repeated_clause`): no clause of ``min_clause_chars`` (default 5)
+  (:func:`repeated_clause`): no unit of up to 4 characters said 5 times
+  in a row (悄悄地悄地地地地地…), and no clause of ``min_clause_chars`` (default 5)
   or more characters occurs twice in it or is copied from the context. A
   clause is a run of word characters, or the text between two marks of
   clause or sentence punctuation with quotation marks and brackets left out
@@ -61,6 +62,10 @@ from .completion import join_sentences
 #: Marks that end a clause (the clause segmenter's clause and sentence
 #: punctuation, the enumeration comma and line breaks).
 _CLAUSE_END = re.compile(r"[，,：:—；;。．.？?！!…、\n\r]+")
+#: A loop inside a clause: a unit of at most STUTTER_UNIT word characters
+#: said STUTTER_TIMES times or more in a row (哈哈 or 层层 stay below it).
+STUTTER_UNIT, STUTTER_TIMES = 4, 5
+_STUTTER = re.compile(r"(\w{1,%d}?)\1{%d,}" % (STUTTER_UNIT, STUTTER_TIMES - 1))
 #: Quotation marks and brackets: inside a clause, they do not end it.
 _QUOTES = re.compile(r"[“”‘’「」『』\"'（）()《》〈〉【】\[\]\s\u3000]+")
 
@@ -186,7 +191,8 @@ def verify(analyse: Analyse, context: Sequence[str], rhetoric: str, obj: str, ca
 
 
 def repeated_clause(context: Sequence[str], candidate: str, min_chars: int = 5) -> str:
-    """Why ``candidate`` is degenerate, or "": a clause (a maximal run of
+    """Why ``candidate`` is degenerate, or "": a stutter (a unit of up to
+    4 word characters 5 times in a row), or a clause (a maximal run of
     word characters, :func:`spacy_rhetoric.evaluation.ngram_lm.clauses`) of
     at least ``min_chars`` characters that occurs twice in the candidate, or
     that is a clause of the context (a copy, not a suggestion). Parallel
@@ -224,7 +230,21 @@ def _marker_clauses(verdict: Verdict, candidate: str) -> FrozenSet[str]:
     return frozenset(c for c in _clauses(candidate) if all(b.startswith(c) for b in branches))
 
 
+def _stutter(candidate: str) -> str:
+    """Why ``candidate`` stutters, or "": a unit of 1 to ``STUTTER_UNIT``
+    word characters said ``STUTTER_TIMES`` or more times in a row
+    (悄悄地悄地地地地地…), a sampling loop too short to make a clause."""
+    found = _STUTTER.search(candidate)
+    if not found:
+        return ""
+    unit = found.group(1)
+    return f"repeats {unit} {len(found.group(0)) // len(unit)} times in a row"
+
+
 def _repeated(before: set, candidate: str, min_chars: int, exempt: FrozenSet[str] = frozenset()) -> str:
+    stutter = _stutter(candidate)
+    if stutter:
+        return stutter
     seen = set()
     for clause in _clauses(candidate):
         if len(clause) < min_chars or clause in exempt:
