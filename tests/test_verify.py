@@ -475,6 +475,12 @@ def test_reverify_judges_the_same_draws_again(nlp):
     assert out["returned"] == drawn[1] and out["returned_verified"] is True
     assert [c["text"] for c in out["candidates"]] == drawn[:2]
     assert summarize([out], [1, 2])["metaphor"]["success@2"] == 1.0
+    # the samples table shows the returned answer (not the first drawn) with its evidence
+    from spacy_rhetoric.evaluation.suggestions import samples_markdown
+
+    table = samples_markdown([out, other], n=2).splitlines()
+    assert table[2].startswith("| metaphor | 月光 | 月光像一层薄纱，轻轻地铺在小路上。 | yes | tenor 月光")
+    assert table[3].startswith("| metaphor | 月光 | 我回到家，打开了灯。 | no | no metaphor")
 
 
 # --- the real model -----------------------------------------------------------------------------

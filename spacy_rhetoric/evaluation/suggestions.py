@@ -197,12 +197,15 @@ def read_rows(path: Path) -> List[Dict[str, Any]]:
 def samples_markdown(rows: Sequence[Dict[str, Any]], n: int, seed: int = 0) -> str:
     """A Markdown table of ``n`` requests per device drawn with ``seed``
     (not chosen by hand): the object, the suggestion returned first, whether
-    it was verified, and its evidence (or the reason it was not)."""
+    it was verified, and its evidence (or the reason it was not). ``rows``
+    from ``evaluate-suggestions`` or ``reverify-suggestions``."""
     lines = ["| device | object | returned first | verified | evidence / reason |", "|---|---|---|---|---|"]
     for device in sorted({r["rhetoric"] for r in rows}):
         pool = [r for r in rows if r["rhetoric"] == device]
         for row in sorted(random.Random(seed).sample(pool, min(n, len(pool))), key=lambda r: r["id"]):
-            first = next((c for c in row["candidates"] if c["error"] is None), None)
+            # the answer returned first: evaluate-suggestions rows rank their
+            # candidates, reverify-suggestions rows keep draw order; both name it
+            first = next((c for c in row["candidates"] if c["text"] == row.get("returned")), None)
             if first is None:
                 lines.append(f"| {device} | {row['object']} | (no answer parsed) | no | |")
                 continue
