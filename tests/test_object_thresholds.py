@@ -75,6 +75,12 @@ def test_tune_object_thresholds_on_dev_requests(tmp_path):
     assert spacy.load(out).get_pipe("rhetoric_components").cfg["object_thresholds"] == expected
     shipped = json.loads((PIPELINE / "rhetoric_components" / "cfg").read_text(encoding="utf8"))
     assert {k: v for k, v in cfg.items() if k != "object_thresholds"} == {k: v for k, v in shipped.items() if k != "object_thresholds"}
+    # tuning another device keeps this one's threshold
+    again = CliRunner().invoke(app, ["tune-object-thresholds", str(out), str(out), "--requests", str(requests),
+                                     "--device", "metaphor", "--min-precision", "0.01"])
+    assert again.exit_code == 0, again.output
+    both = json.loads((out / "rhetoric_components" / "cfg").read_text(encoding="utf8"))["object_thresholds"]
+    assert {k: v for k, v in both.items() if k != "tenor"} == expected and "tenor" in both
 
 
 def test_tune_object_thresholds_refuses_bad_settings(tmp_path):

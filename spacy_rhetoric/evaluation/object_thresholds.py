@@ -58,14 +58,18 @@ def score_pairs(nlp: Any, pairs: Sequence[Tuple[RGRecord, bool]], device: str, n
     """Per pair: ``gold``, ``device`` (the verifier's device rule),
     ``component`` (a component found matches the object) and ``best`` (the
     highest score of a span matching the object, 0.0 if none), with the
-    context cut to its last ``n_context`` sentences. The component head's
-    ``object_thresholds`` are set to 0 for the device's object label on
-    this ``nlp`` (a pipeline loaded for tuning)."""
+    context cut to its last ``n_context`` sentences. While it runs, the
+    component head scores every suggested span for the device's object
+    label (its ``object_thresholds`` are restored after)."""
     label = OBJECT_COMPONENT[device]
     comp = nlp.get_pipe("rhetoric_components")
-    comp.cfg["object_thresholds"] = {label: 0.0}
     placed = [in_context(r.previous_sentences[-n_context:] if n_context else [], r.target) for r, _ in pairs]
-    records = pipeline_analyser(nlp)([text for text, _ in placed])
+    kept = comp.cfg.get("object_thresholds", {})
+    comp.cfg["object_thresholds"] = {label: 0.0}
+    try:
+        records = pipeline_analyser(nlp)([text for text, _ in placed])
+    finally:
+        comp.cfg["object_thresholds"] = kept
     out = []
     for (rec, gold), (_, start), record in zip(pairs, placed, records):
         spans = record.pop(SCORED_SPANS)
