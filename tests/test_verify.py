@@ -405,6 +405,13 @@ def test_object_thresholds_are_checked():
         blank.add_pipe("rhetoric_components", config={"object_thresholds": {"personification_object": 1.5}})
     with pytest.raises(ValueError, match="not_a_label"):
         blank.add_pipe("rhetoric_components", config={"object_thresholds": {"not_a_label": 0.2}})
+    # docs without a suggested span: the head scores a (0, 0) array
+    import numpy
+    from thinc.types import Ragged
+
+    comp = blank.add_pipe("rhetoric_components")
+    nothing = (Ragged(numpy.zeros((0, 2), dtype="i"), numpy.zeros(2, dtype="i")), numpy.zeros((0, 0), dtype="f"))
+    assert comp.scored_spans([blank.make_doc("一"), blank.make_doc("二")], nothing, {"personification_object": 0.0}) == [[], []]
 
 
 def test_generator_in_the_analysing_pipeline_verifies_with_the_components_before_it(nlp, tiny_model):

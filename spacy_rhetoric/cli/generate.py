@@ -350,7 +350,7 @@ def tune_object_thresholds_cmd(
 
     from wasabi import msg
 
-    from ..evaluation.object_thresholds import choose, labelled_pairs, score_pairs, sweep
+    from ..evaluation.object_thresholds import COMPONENTS_ALONE, choose, labelled_pairs, score_pairs, sweep
     from ..llm.records import read_jsonl
     from ..pipeline import load_pipeline, write_component
     from ..taxonomy import OBJECT_COMPONENT
@@ -365,12 +365,12 @@ def tune_object_thresholds_cmd(
     label = OBJECT_COMPONENT[device]
     table = sweep(score_pairs(nlp, pairs, device, n_context))
     chosen = choose(table, min_precision)
+    names = {t: "components_alone" if t == COMPONENTS_ALONE else f"{t:.2f}" for t in table}
     for t, row in table.items():
-        name = "components alone" if t > 1 else f"{t:.2f}"
-        msg.text(f"{name}: P {row['p']:.3f} R {row['r']:.3f} F1 {row['f']:.3f} (tp {row['tp']}, fp {row['fp']}, fn {row['fn']})")
+        msg.text(f"{names[t]}: P {row['p']:.3f} R {row['r']:.3f} F1 {row['f']:.3f} (tp {row['tp']}, fp {row['fp']}, fn {row['fn']})")
     comp = nlp.get_pipe("rhetoric_components")
     kept = {k: v for k, v in comp.cfg.get("object_thresholds", {}).items() if k != label}
-    if chosen > 1:
+    if chosen == COMPONENTS_ALONE:
         msg.warn(f"no threshold reaches precision {min_precision}; {label} keeps its components alone")
     else:
         kept[label] = chosen
@@ -380,10 +380,10 @@ def tune_object_thresholds_cmd(
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(json.dumps({"model": str(model), "requests": str(requests), "device": device, "label": label,
                                       "pairs": len(pairs), "positives": sum(g for _, g in pairs), "min_precision": min_precision,
-                                      "chosen": None if chosen > 1 else chosen,
-                                      "table": {("components_alone" if t > 1 else f"{t:.2f}"): row for t, row in table.items()}},
+                                      "chosen": None if chosen == COMPONENTS_ALONE else chosen,
+                                      "table": {names[t]: row for t, row in table.items()}},
                                      indent=1), encoding="utf8")
-    msg.good(f"{label}: object threshold {'none' if chosen > 1 else f'{chosen:.2f}'} -> wrote {output}")
+    msg.good(f"{label}: object threshold {'none' if chosen == COMPONENTS_ALONE else f'{chosen:.2f}'} -> wrote {output}")
 
 
 @app.command("suggestion-sheet")

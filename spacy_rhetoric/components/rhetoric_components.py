@@ -287,9 +287,7 @@ class RhetoricComponents(SpanCategorizer):
         indices = self.model.ops.to_numpy(indices)
         thresholds = self.cfg.get("thresholds") or {}
         base = self.cfg["threshold"]
-        # in the scores' dtype, as spaCy compares them with a Python float
-        limits = numpy.asarray([thresholds.get(label, base) for label in self.labels], dtype=scores.dtype)
-        rows, cols = numpy.nonzero(scores >= limits)
+        rows, cols = _reaching(scores, [thresholds.get(label, base) for label in self.labels])
         labels = self.labels
         for i, j in zip(rows.tolist(), cols.tolist()):
             group.append(Span(doc, int(indices[i, 0]), int(indices[i, 1]), label=labels[j]))
@@ -310,22 +308,17 @@ class RhetoricComponents(SpanCategorizer):
         about one span it names in advance."""
         indices, scores = predictions
         limits = self.cfg.get("object_thresholds", {}) if thresholds is None else thresholds
-        columns = [(j, label, float(limits[label])) for j, label in enumerate(self.labels) if label in limits]
-        lengths = self.model.ops.to_numpy(indices.lengths)
-        rows = self.model.ops.to_numpy(indices.dataXd)
         scores = self.model.ops.to_numpy(scores)
-        out: List[List[Dict[str, Any]]] = []
-        offset = 0
-        for doc, n in zip(docs, lengths.tolist()):
-            found = []
-            for i in range(offset, offset + n):
-                for j, label, limit in columns:
-                    if scores[i, j] >= limit:
-                        span = doc[int(rows[i, 0]) : int(rows[i, 1])]
-                        found.append({"label": label, "start": span.start_char, "end": span.end_char,
-                                      "text": span.text, "score": float(scores[i, j])})
-            out.append(found)
-            offset += n
+        # a label not asked about is never reached
+        rows, cols = _reaching(scores, [limits.get(label, numpy.inf) for label in self.labels])
+        spans = self.model.ops.to_numpy(indices.dataXd)
+        ends = numpy.cumsum(self.model.ops.to_numpy(indices.lengths))
+        out: List[List[Dict[str, Any]]] = [[] for _ in docs]
+        for i, j, score in zip(rows.tolist(), cols.tolist(), scores[rows, cols].tolist()):
+            d = int(numpy.searchsorted(ends, i, side="right"))  # the doc whose block holds row i
+            span = docs[d][int(spans[i, 0]) : int(spans[i, 1])]
+            out[d].append({"label": self.labels[j], "start": span.start_char, "end": span.end_char,
+                           "text": span.text, "score": float(score)})
         return out
 
     def _make_span_group_multilabel(self, doc: Doc, indices: Ints2d, scores: Floats2d) -> SpanGroup:
@@ -375,6 +368,17 @@ def _keep(group: SpanGroup, keep: Sequence[bool]) -> SpanGroup:
     out = SpanGroup(group.doc, name=group.name, spans=[s for s, k in zip(group, keep) if k])
     out.attrs["scores"] = numpy.asarray([sc for sc, k in zip(scores, keep) if k], dtype="f")
     return out
+
+
+def _reaching(scores: numpy.ndarray, limits: Sequence[float]) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """Row and column indices, in row then column order, where ``scores``
+    Floats2d (n_candidates, n_labels) reaches its column's limit. The
+    limits are cast to the scores' dtype, as spaCy compares a float32
+    score with a Python float threshold. No candidates (a (0, 0) array
+    when no doc has one): none."""
+    if scores.size == 0:
+        return numpy.zeros(0, dtype="i"), numpy.zeros(0, dtype="i")
+    return numpy.nonzero(scores >= numpy.asarray(limits, dtype=scores.dtype))
 
 
 def _clip_group(doc: Doc, group: SpanGroup, key: str) -> SpanGroup:

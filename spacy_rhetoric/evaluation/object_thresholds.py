@@ -34,6 +34,9 @@ from .rhetoric_success import object_matches
 
 #: Thresholds tried: 0.05 to 0.50 in steps of 0.05.
 GRID: Tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 11))
+#: The key of the components alone in :func:`sweep`'s table: above any
+#: probability, so no scored span passes.
+COMPONENTS_ALONE = 1.01
 
 
 def _sentence_key(rec: RGRecord) -> Tuple[Any, ...]:
@@ -81,10 +84,10 @@ def score_pairs(nlp: Any, pairs: Sequence[Tuple[RGRecord, bool]], device: str, n
 
 def sweep(scored: Sequence[Dict[str, Any]], grid: Sequence[float] = GRID) -> Dict[float, Dict[str, float]]:
     """Counts, precision, recall and F1 of the verdicts at each threshold
-    of ``grid``, and of the components alone under the key 1.01 (above
-    any probability)."""
+    of ``grid``, and of the components alone under the key
+    :data:`COMPONENTS_ALONE`."""
     out: Dict[float, Dict[str, float]] = {}
-    for t in [*grid, 1.01]:
+    for t in [*grid, COMPONENTS_ALONE]:
         tp = fp = fn = 0
         for row in scored:
             ok = row["device"] and (row["component"] or row["best"] >= t)
@@ -99,6 +102,6 @@ def sweep(scored: Sequence[Dict[str, Any]], grid: Sequence[float] = GRID) -> Dic
 
 def choose(table: Dict[float, Dict[str, float]], min_precision: float) -> float:
     """The lowest threshold of ``table`` whose precision reaches
-    ``min_precision``; 1.01 (components alone) when none does."""
+    ``min_precision``; :data:`COMPONENTS_ALONE` when none does."""
     ok = [t for t, row in table.items() if row["tp"] and row["p"] >= min_precision]
-    return min(ok, default=1.01)
+    return min(ok, default=COMPONENTS_ALONE)

@@ -287,9 +287,10 @@ def _predict_with_scored_spans(proc: Any, docs: List[Any], batch_size: int) -> L
     """Annotate ``docs`` with the component head ``proc`` as its ``pipe``
     would, batch by batch, and return its :meth:`scored_spans` for them
     from the same predictions."""
+    from spacy.util import minibatch
+
     named: List[List[Dict[str, Any]]] = []
-    for i in range(0, len(docs), batch_size):
-        batch = docs[i : i + batch_size]
+    for batch in minibatch(docs, batch_size):
         predictions = proc.predict(batch)
         proc.set_annotations(batch, predictions)
         named.extend(proc.scored_spans(batch, predictions))
