@@ -95,11 +95,13 @@ def annotation_agreement_cmd(
 def convert_simile_cmd(
     simile_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with the *-Train/Dev/Test.tsv files"),
     output_dir: Path = typer.Argument(..., help="Writes train/dev/test.spacy here"),
+    annotations: Optional[Path] = typer.Option(None, "--annotations", exists=True, file_okay=False, help="Our hyperbole annotation of the training split (annotations/simile-hyperbole): hyperbole, its forms, contents, object and content"),
 ) -> None:
-    """Simile corpus TSV -> one Doc per sentence with cats and tenor/vehicle/comparator spans."""
+    """Simile corpus TSV -> one Doc per sentence with cats and tenor/vehicle/comparator spans
+    (and hyperbole with --annotations; spacy_rhetoric/corpora/simile.py)."""
     from ..corpora.simile import convert_simile
 
-    stats = convert_simile(simile_dir, output_dir, _vocab())
+    stats = convert_simile(simile_dir, output_dir, _vocab(), annotations)
     stats["total"] = {k: sum(v[k] for v in stats.values()) for k in next(iter(stats.values()))}
     _print_table(f"Simile corpus -> {output_dir}", stats)
 

@@ -45,7 +45,6 @@ on word boundaries is widened to the words that hold it.
 """
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +56,7 @@ from spacy.tokens import Doc, Span
 from ..annotation import ANNOTATED_KEY, COMPONENTS_KEY, LEVEL_SPAN_KEYS
 from ..errors import CorpusFormatError
 from .docbin import mark_single_sentence, write_docbin
-from .jsonio import iter_jsonl_objects
+from .jsonio import iter_jsonl_objects, text_sha1
 
 #: Split name -> file name in ``../shared/data/cmre`` (no test split here).
 SPLIT_FILES = {"train": "train.jsonlines", "dev": "dev.jsonlines"}
@@ -199,11 +198,6 @@ def sentence_to_doc(nlp: Language, sent: CmreSentence, mapping: str) -> Doc:
     else:
         doc.user_data[ANNOTATED_KEY] = {k: list(v) for k, v in LITERAL_ANNOTATED.items()}
     return doc
-
-
-def text_sha1(text: str) -> str:
-    """The first 12 hex digits of the SHA-1 of ``text`` in UTF-8."""
-    return hashlib.sha1(text.encode("utf8")).hexdigest()[:12]
 
 
 def read_relation_annotations(path: Path, sentences: Dict[int, CmreSentence]) -> Dict[int, dict]:

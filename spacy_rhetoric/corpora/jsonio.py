@@ -1,6 +1,7 @@
 """JSON and JSONL input with errors that name the file and the line."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Iterator, List, Tuple, Union
@@ -37,3 +38,9 @@ def iter_jsonl_objects(path: Union[str, Path]) -> Iterator[Tuple[int, dict]]:
             if not isinstance(obj, dict):
                 raise CorpusFormatError(path, "expected a JSON object", line=line_no)
             yield line_no, obj
+
+
+def text_sha1(text: str) -> str:
+    """The first 12 hex digits of the SHA-1 of ``text`` in UTF-8: ties an
+    annotation record to a sentence of a corpus whose text we may not copy."""
+    return hashlib.sha1(text.encode("utf8")).hexdigest()[:12]

@@ -13,6 +13,14 @@ Comparator derivation: the corpus does not tag 像. In a simile sentence the
 ``comparator`` span is the word containing 像 that is nearest before the
 first vehicle (the last such word before it); if no 像-word precedes a
 vehicle, the first 像-word of the sentence. Literal sentences get none.
+
+Hyperbole (``annotations/simile-hyperbole``): team annotators read every
+sentence of the training split for hyperbole by ``annotations/GUIDELINES.md``
+(its datasheet says how). With ``annotations_dir`` each sentence that has a
+record also declares hyperbole, its forms and contents and the components
+``hyperbole_object`` and ``hyperbole_content`` as annotated, so a sentence
+the annotators judged not hyperbole is a negative for them; without it, or
+for a split without a file, hyperbole stays unknown to the loss.
 """
 from __future__ import annotations
 
@@ -24,7 +32,9 @@ from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
 from ..errors import CorpusFormatError
+from .. import taxonomy as tx
 from .docbin import ANNOTATED_KEY, mark_single_sentence, write_docbin
+from .jsonio import iter_jsonl_objects, text_sha1
 
 LABELS = ("simile", "literal")
 COMPARATOR_CHAR = "像"
@@ -35,6 +45,17 @@ ANNOTATED = {
     "form": ["simile"],
     "content": [],
     "components": ["comparator", "tenor", "vehicle"],
+}
+HYPERBOLE = "hyperbole"
+HYPERBOLE_COMPONENTS = ("hyperbole_object", "hyperbole_content")
+#: Split -> file of our hyperbole annotation in ``annotations/simile-hyperbole``.
+HYPERBOLE_FILES = {"train": "train.jsonl"}
+#: What a sentence with a hyperbole record annotates.
+HYPERBOLE_ANNOTATED = {
+    "coarse": ANNOTATED["coarse"] + [HYPERBOLE],
+    "form": ANNOTATED["form"] + tx.children("form", HYPERBOLE),
+    "content": ANNOTATED["content"] + tx.children("content", HYPERBOLE),
+    "components": ANNOTATED["components"] + list(HYPERBOLE_COMPONENTS),
 }
 
 
@@ -122,8 +143,80 @@ def comparator_index(words: List[str], spans: List[Tuple[int, int, str]]) -> Opt
     return candidates[0]
 
 
-def sentence_to_doc(vocab: Vocab, path: Path, sent: SimileSentence) -> Doc:
-    """One Doc (one sentence) with cats, sentence-level and component gold."""
+def sentence_text(sent: SimileSentence) -> str:
+    """The sentence as the converter's Doc spells it: its words joined."""
+    return "".join(sent.words)
+
+
+def _check_level(bad, rec: dict, level: str, is_hyperbole: bool) -> None:
+    labels = rec.get(level)
+    allowed = tx.children(level, HYPERBOLE)
+    if not isinstance(labels, list) or not set(labels) <= set(allowed) or bool(labels) != is_hyperbole:
+        raise bad(f"{level!r} must list one or more of {', '.join(allowed)} on a hyperbole and be empty otherwise, not {labels!r}")
+
+
+def read_hyperbole_annotations(path: Path, sentences: Dict[int, SimileSentence]) -> Dict[int, dict]:
+    """Our hyperbole annotation of one split, by the line of each sentence's
+    label in the corpus file.
+
+    path: ``annotations/simile-hyperbole/train.jsonl``, one record per
+        sentence: ``{"split", "line", "text_sha1", "coarse": ["hyperbole"] or
+        [], "form": [...], "content": [...], "components": [{"label",
+        "start", "end", "text"}], "note"}``; forms and contents are
+        hyperbole's, components ``hyperbole_object``/``hyperbole_content``
+        with character offsets into :func:`sentence_text` (end exclusive).
+        The corpus states no license, so its sentences are not copied:
+        ``text_sha1`` ties the record to the text it was made on.
+    sentences: the split's sentences by label line.
+    Raises CorpusFormatError naming the file and line of a malformed record,
+    a line that is no sentence of the split, a text that differs or a
+    sentence annotated twice.
+    """
+    records: Dict[int, dict] = {}
+    for line_no, rec in iter_jsonl_objects(path):
+        def bad(msg: str) -> CorpusFormatError:
+            return CorpusFormatError(path, msg, line=line_no)
+
+        sent = sentences.get(rec.get("line")) if isinstance(rec.get("line"), int) else None
+        if sent is None:
+            raise bad(f"'line' {rec.get('line')!r} is not the label line of a sentence of this split")
+        text = sentence_text(sent)
+        if rec.get("text_sha1") != text_sha1(text):
+            raise bad(f"'text_sha1' {rec.get('text_sha1')!r} is not that of the sentence at line {sent.line} ({text!r})")
+        if sent.line in records:
+            raise bad(f"the sentence at line {sent.line} is annotated twice")
+        coarse = rec.get("coarse")
+        if coarse not in ([], [HYPERBOLE]):
+            raise bad(f"'coarse' must be [] or [{HYPERBOLE!r}], not {coarse!r}")
+        for level in ("form", "content"):
+            _check_level(bad, rec, level, bool(coarse))
+        comps = rec.get("components")
+        if not isinstance(comps, list) or (comps and not coarse):
+            raise bad("'components' must be a list, empty on a sentence that is not a hyperbole")
+        for comp in comps:
+            if not isinstance(comp, dict) or comp.get("label") not in HYPERBOLE_COMPONENTS:
+                raise bad(f"component {comp!r}: only {', '.join(HYPERBOLE_COMPONENTS)} are annotated here")
+            start, end = comp.get("start"), comp.get("end")
+            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)
+                    and text[start:end] == comp.get("text")):
+                raise bad(f"component {comp['label']!r}: text {comp.get('text')!r} is not text[{start!r}:{end!r}]")
+        records[sent.line] = rec
+    return records
+
+
+def _add_hyperbole(doc: Doc, record: dict, components: List[Span]) -> None:
+    """The record's hyperbole as sentence spans and components (widened to
+    the words that hold a span that cuts a word)."""
+    for level, key in (("coarse", "rhetoric"), ("form", "rhetoric_form"), ("content", "rhetoric_content")):
+        doc.spans[key] = list(doc.spans[key]) + [Span(doc, 0, len(doc), label=label) for label in record[level]]
+    for comp in record["components"]:
+        components.append(doc.char_span(comp["start"], comp["end"], label=comp["label"], alignment_mode="expand"))
+    doc.cats["coarse/hyperbole"] = float(bool(record["coarse"]))
+
+
+def sentence_to_doc(vocab: Vocab, path: Path, sent: SimileSentence, hyperbole: Optional[dict] = None) -> Doc:
+    """One Doc (one sentence) with cats, sentence-level and component gold;
+    ``hyperbole``: the sentence's record of :func:`read_hyperbole_annotations`."""
     doc = mark_single_sentence(Doc(vocab, words=sent.words, spaces=[False] * len(sent.words)))
     is_simile = sent.label == "simile"
     doc.cats = {"coarse/metaphor": float(is_simile), "form/simile": float(is_simile)}
@@ -137,8 +230,11 @@ def sentence_to_doc(vocab: Vocab, path: Path, sent: SimileSentence) -> Doc:
         idx = comparator_index(sent.words, spans)
         if idx is not None:
             components.append(Span(doc, idx, idx + 1, label="comparator"))
-    doc.spans["rhetoric_components"] = sorted(components, key=lambda s: (s.start, s.end))
-    doc.user_data.update({"corpus": "simile", "line": sent.line, ANNOTATED_KEY: ANNOTATED})
+    if hyperbole is not None:
+        _add_hyperbole(doc, hyperbole, components)
+    doc.spans["rhetoric_components"] = sorted(components, key=lambda s: (s.start, s.end, s.label_))
+    annotated = HYPERBOLE_ANNOTATED if hyperbole is not None else ANNOTATED
+    doc.user_data.update({"corpus": "simile", "line": sent.line, ANNOTATED_KEY: annotated})
     return doc
 
 
@@ -150,21 +246,34 @@ def split_path(simile_dir: Path, stem: str) -> Path:
     return matches[0]
 
 
-def convert_simile(simile_dir: Path, output_dir: Path, vocab: Vocab) -> Dict[str, Dict[str, int]]:
+def convert_simile(simile_dir: Path, output_dir: Path, vocab: Vocab,
+                   annotations_dir: Optional[Path] = None) -> Dict[str, Dict[str, int]]:
     """Convert the three splits to ``output_dir/{train,dev,test}.spacy``.
 
+    annotations_dir: ``annotations/simile-hyperbole``; a split with a file
+        there (:data:`HYPERBOLE_FILES`) gets its hyperbole (module docstring).
     Returns ``{split: {"sentences": n, "similes": n, "tenors": n,
-    "vehicles": n, "comparators": n}}``.
+    "vehicles": n, "comparators": n, "hyperbole_annotated": n,
+    "hyperboles": n}}``. Raises CorpusFormatError for a malformed corpus or
+    annotation file.
     """
     stats: Dict[str, Dict[str, int]] = {}
     for stem in SPLITS:
         path = split_path(simile_dir, stem)
-        docs = [sentence_to_doc(vocab, path, s) for s in read_simile(path)]
+        sentences = list(read_simile(path))
+        records: Dict[int, dict] = {}
+        if annotations_dir is not None and stem in HYPERBOLE_FILES:
+            ann_path = Path(annotations_dir) / HYPERBOLE_FILES[stem]
+            if ann_path.is_file():
+                records = read_hyperbole_annotations(ann_path, {s.line: s for s in sentences})
+        docs = [sentence_to_doc(vocab, path, s, records.get(s.line)) for s in sentences]
         write_docbin(docs, Path(output_dir) / f"{stem}.spacy")
         labels = [s.label_ for d in docs for s in d.spans["rhetoric_components"]]
         stats[stem] = {
             "sentences": len(docs),
             "similes": sum(int(d.cats["coarse/metaphor"]) for d in docs),
             **{f"{lab}s": labels.count(lab) for lab in ("tenor", "vehicle", "comparator")},
+            "hyperbole_annotated": len(records),
+            "hyperboles": sum(bool(r["coarse"]) for r in records.values()),
         }
     return stats
