@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
-from ..errors import CorpusFormatError
 from .. import taxonomy as tx
+from ..errors import CorpusFormatError
 from .docbin import ANNOTATED_KEY, mark_single_sentence, write_docbin
 from .jsonio import iter_jsonl_objects, text_sha1
 
@@ -148,7 +148,9 @@ def sentence_text(sent: SimileSentence) -> str:
     return "".join(sent.words)
 
 
-def _check_level(bad, rec: dict, level: str, is_hyperbole: bool) -> None:
+def _check_level(bad: Callable[[str], CorpusFormatError], rec: dict, level: str, is_hyperbole: bool) -> None:
+    """Raise ``bad(...)`` unless the record's ``level`` labels are hyperbole's,
+    present exactly when the sentence is a hyperbole."""
     labels = rec.get(level)
     allowed = tx.children(level, HYPERBOLE)
     if not isinstance(labels, list) or not set(labels) <= set(allowed) or bool(labels) != is_hyperbole:
@@ -232,7 +234,7 @@ def sentence_to_doc(vocab: Vocab, path: Path, sent: SimileSentence, hyperbole: O
             components.append(Span(doc, idx, idx + 1, label="comparator"))
     if hyperbole is not None:
         _add_hyperbole(doc, hyperbole, components)
-    doc.spans["rhetoric_components"] = sorted(components, key=lambda s: (s.start, s.end, s.label_))
+    doc.spans["rhetoric_components"] = sorted(components, key=lambda s: (s.start, s.end))
     annotated = HYPERBOLE_ANNOTATED if hyperbole is not None else ANNOTATED
     doc.user_data.update({"corpus": "simile", "line": sent.line, ANNOTATED_KEY: annotated})
     return doc
