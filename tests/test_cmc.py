@@ -303,3 +303,90 @@ def _plain_docbin(tmp_path: Path) -> Path:
     path = tmp_path / "plain.spacy"
     write_docbin([spacy.blank("zh")("没有标签")], path)
     return path
+
+
+# --- our reading of the label-1 texts (annotations/cmc-positives) ---------
+
+ANNOTATIONS = Path(__file__).resolve().parent.parent / "annotations" / "cmc-positives"
+STEMS = {"他像一棵树": 1, "花儿笑了": 1, "小草探出了头": 1, "月亮是小船": 1, "今天晴": 0}
+DECIDED = {"他像一棵树": ["metaphor"], "花儿笑了": ["personification"], "小草探出了头": ["personification"], "月亮是小船": []}
+COMPONENTS = {"花儿笑了": [("personification_object", 0, 2), ("personification_content", 2, 3)],
+              "小草探出了头": [("personification_content", 2, 6)]}
+
+
+def _annotated_corpus(tmp_path: Path):
+    """Ten numbered texts of each stem (花儿笑了 0 twice), their split, and one
+    record per label-1 text of the training split, on its first line."""
+    from spacy_rhetoric.corpora.jsonio import text_sha1
+
+    rows = [(label, f"{stem}{i}") for i in range(10) for stem, label in STEMS.items()] + [(1, "花儿笑了0")]
+    folder = write_tsv(tmp_path, "".join(f"{label}\t{text}\n" for label, text in rows))
+    convert_cmc(folder, tmp_path / "plain", spacy.blank("zh"))
+    train = json.loads((tmp_path / "plain" / "split.json").read_text(encoding="utf8"))["splits"]["train"]
+    first = {}
+    for n in sorted(train):
+        label, text = rows[n - 1]
+        if label == 1:
+            first.setdefault(text, n)
+    records = []
+    for text, n in sorted(first.items(), key=lambda kv: kv[1]):
+        stem = text.rstrip("0123456789")
+        records.append({"split": "train", "line": n, "text_sha1": text_sha1(text), "coarse": DECIDED[stem],
+                        "components": [{"label": lab, "start": s, "end": e, "text": text[s:e]}
+                                       for lab, s, e in COMPONENTS.get(stem, [])]})
+    assert len(records) >= 3
+    return folder, records
+
+
+def _write_records(tmp_path: Path, records) -> Path:
+    ann = tmp_path / "ann"
+    ann.mkdir(exist_ok=True)
+    (ann / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf8")
+    return ann
+
+
+def test_read_positives_replace_the_disjunction(tmp_path: Path):
+    folder, records = _annotated_corpus(tmp_path)
+    result = convert_cmc(folder, tmp_path / "out", spacy.blank("zh"), annotations_dir=_write_records(tmp_path, records))
+    train = result["splits"]["train"]
+    assert train["annotated"] == train["positives"]  # every copy of a read text
+    assert "annotated" not in result["splits"]["dev"]
+    docs = list(read_docbin(tmp_path / "out" / "train.spacy", spacy.blank("zh").vocab))
+    by_text = defaultdict(list)
+    for doc in docs:
+        by_text[doc.text].append(doc)
+    flowers = [d for t, ds in by_text.items() if t.startswith("花儿笑了") for d in ds]
+    assert flowers
+    for doc in flowers:
+        assert [s.label_ for s in doc.spans["rhetoric"]] == ["personification"]
+        assert {(s.label_, s.text) for s in doc.spans["rhetoric_components"]} == {
+            ("personification_object", "花儿"), ("personification_content", "笑")}
+        assert DISJUNCTIONS_KEY not in doc.user_data
+        assert annotated_labels(doc) >= {"coarse/metaphor", "coarse/personification", "coarse/literal"}
+    for doc in (d for t, ds in by_text.items() if t.startswith("月亮是小船") for d in ds):  # neither: literal unknown
+        assert not doc.spans["rhetoric"]
+        assert "coarse/literal" not in annotated_labels(doc) and "coarse/personification" in annotated_labels(doc)
+    for doc in (d for t, ds in by_text.items() if t.startswith("今天晴") for d in ds):  # label 0 as before
+        assert list(doc.user_data[ANNOTATED_KEY]["coarse"]) == ["metaphor", "personification"]
+    # dev and test are converted as without the reading
+    plain = [d.user_data for d in read_docbin(tmp_path / "plain" / "dev.spacy", spacy.blank("zh").vocab)]
+    assert [d.user_data for d in read_docbin(tmp_path / "out" / "dev.spacy", spacy.blank("zh").vocab)] == plain
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"line": 10_000}, "is not the first line of a label-1 text"),
+    ({"coarse": ["hyperbole"]}, "'coarse' must be a list of metaphor, personification"),
+    ({"coarse": ["metaphor"], "components": [{"label": "personification_object", "start": 0, "end": 1, "text": "他"}]},
+     "not a personification"),
+    ({"text_sha1": "000000000000"}, "is not that of CMC line"),
+    ({"same": True}, "annotated twice"),
+])
+def test_malformed_positive_record_names_file_and_line(tmp_path: Path, change, message):
+    folder, records = _annotated_corpus(tmp_path)
+    good, bad = records[0], dict(records[1])
+    if change.pop("same", False):
+        bad = dict(good)
+    bad.update(change)
+    with pytest.raises(CorpusFormatError) as err:
+        convert_cmc(folder, tmp_path / "out", spacy.blank("zh"), annotations_dir=_write_records(tmp_path, [good, bad]))
+    assert "train.jsonl, line 2" in str(err.value) and message in str(err.value)

@@ -13,7 +13,8 @@ import pytest
 import spacy
 
 from spacy_rhetoric.annotation import ANNOTATED_KEY, annotated_components, annotated_labels
-from spacy_rhetoric.corpora.cmre import SPLIT_FILES, convert_cmre, mapping_of, read_cmre, tenor_vehicle_spans, text_sha1
+from spacy_rhetoric.corpora.cmre import SPLIT_FILES, convert_cmre, mapping_of, read_cmre, tenor_vehicle_spans
+from spacy_rhetoric.corpora.jsonio import text_sha1
 from spacy_rhetoric.corpora.docbin import read_docbin
 from spacy_rhetoric.errors import CorpusFormatError
 

@@ -99,10 +99,10 @@ def test_a_span_that_cuts_a_word_is_widened_to_the_word(tmp_path):
 @pytest.mark.parametrize("change, message", [
     ({"line": 2}, "is not the label line of a sentence"),
     ({"text_sha1": text_sha1("别的句子")}, "is not that of the sentence at line 9"),
-    ({"coarse": ["metaphor"]}, "'coarse' must be [] or ['hyperbole']"),
+    ({"coarse": ["metaphor"]}, "'coarse' must be a list of hyperbole"),
     ({"form": ["simile"]}, "'form' must list one or more of"),
     ({"content": ["amplification"]}, "'content' must list one or more of"),
-    ({"components": [{"label": "hyperbole_content", "start": 0, "end": 1, "text": "他"}]}, "empty on a sentence that is not a hyperbole"),
+    ({"components": [{"label": "hyperbole_content", "start": 0, "end": 1, "text": "他"}]}, "on a sentence that is not a hyperbole"),
     ({"coarse": ["hyperbole"], "form": ["direct_hyperbole"], "content": ["amplification"],
       "components": [{"label": "tenor", "start": 0, "end": 1, "text": "他"}]}, "only hyperbole_object, hyperbole_content"),
     ({"coarse": ["hyperbole"], "form": ["direct_hyperbole"], "content": ["amplification"],

@@ -128,9 +128,11 @@ def convert_cmc_cmd(
     pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
     seed: int = typer.Option(0, "--seed", help="Seed of the held-out split"),
     strict: bool = typer.Option(False, "--strict", help="Fail on the first malformed line instead of skipping and listing it"),
+    annotations: Optional[Path] = typer.Option(None, "--annotations", exists=True, file_okay=False, help="Our reading of the training split's label-1 texts (annotations/cmc-positives): metaphor / personification and its object and content"),
 ) -> None:
     """CMC (Chinese Metaphor Corpus, binary) -> one Doc per sentence in our
-    stratified 80/10/10 split; label 1 = metaphor OR personification."""
+    stratified 80/10/10 split; label 1 = metaphor OR personification, or
+    what our annotators read with --annotations (spacy_rhetoric/corpora/cmc.py)."""
     from wasabi import msg
 
     from ..corpora.cmc import convert_cmc, default_pkuseg_model
@@ -141,11 +143,13 @@ def convert_cmc_cmd(
     segmentation = f"pkuseg model {model}" if model else "characters (no pkuseg model found)"
     msg.info(f"segmentation: {segmentation}")
     try:
-        result = convert_cmc(cmc_dir, output_dir, make_nlp(model), seed=seed, strict=strict, segmentation=segmentation)
+        result = convert_cmc(cmc_dir, output_dir, make_nlp(model), seed=seed, strict=strict, segmentation=segmentation,
+                             annotations_dir=annotations)
     except CorpusFormatError as err:
         msg.fail(str(err), exits=1)
-    stats = result["splits"]
-    stats["total"] = {k: sum(v[k] for v in stats.values()) for k in next(iter(stats.values()))}
+    keys = list(next(iter(result["splits"].values())))  # the training split's, annotated counts included
+    stats = {split: {k: v.get(k, 0) for k in keys} for split, v in result["splits"].items()}
+    stats["total"] = {k: sum(v[k] for v in stats.values()) for k in keys}
     stats["total"]["distinct_texts"] = "-"
     _print_table(f"CMC -> {output_dir} (seed {seed}; with_xiang = contains 像 or 象)", stats)
     for item in result["skipped"]:

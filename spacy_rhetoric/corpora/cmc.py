@@ -25,6 +25,18 @@ Mapping onto the taxonomy (DESIGN §3.1), sentence level only, no spans:
   ``DISJUNCTIONS_KEY`` = ``[["coarse/metaphor", "coarse/personification"]]``:
   at least one of the two holds, which one is unknown.
 
+Our reading of the label-1 texts of our training split
+(``annotations/cmc-positives``: team annotators decided metaphor and
+personification, and a personification's object and content, by
+``annotations/GUIDELINES.md``; its datasheet says how): with
+``annotations_dir``, a training sentence whose text has a record gets the
+devices found as sentence spans and the personification components, and
+declares ``metaphor``, ``personification`` and their components'
+``personification_object``/``_content`` as annotated (plus ``literal``
+negative when a device was found) instead of the disjunction. A record is
+made on the first training line of its text and holds for every training
+line with that text.
+
 ``doc.user_data`` also holds ``corpus`` = ``"cmc"``, ``line`` (1-based line
 in the file) and ``cmc_label`` (0/1). Every Doc is one sentence
 (``mark_single_sentence``), words from the given ``nlp``'s tokenizer
@@ -58,9 +70,11 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from ..annotation import ANNOTATED_KEY, DISJUNCTIONS_KEY
+from ..annotation import ANNOTATED_KEY, COMPONENTS_KEY, DISJUNCTIONS_KEY, LEVEL_SPAN_KEYS
 from ..errors import CorpusFormatError
 from .docbin import mark_single_sentence, write_docbin
+from .jsonio import iter_jsonl_objects
+from .sentence_records import char_components, check_record, whole_doc_spans
 
 FILE_NAME = "train.tsv"
 SPLITS = ("train", "dev", "test")
@@ -71,6 +85,11 @@ COMPARATOR_CHARS = ("像", "象")
 NEGATIVE_ANNOTATED = {"coarse": ["metaphor", "personification"], "form": [], "content": [], "components": []}
 POSITIVE_ANNOTATED = {"coarse": ["literal"], "form": [], "content": [], "components": []}
 POSITIVE_DISJUNCTIONS = [["coarse/metaphor", "coarse/personification"]]
+#: The two devices our reading of the label-1 texts decides, and its components.
+JUDGED = ("metaphor", "personification")
+PERSONIFICATION_COMPONENTS = ("personification_object", "personification_content")
+#: Split -> file of that reading in ``annotations/cmc-positives``.
+ANNOTATION_FILES = {"train": "train.jsonl"}
 #: The shipped pipeline's word segmenter, relative to the repository root.
 SHIPPED_PKUSEG = Path("pipelines") / "zh_rhetoric" / "tokenizer" / "pkuseg_model"
 
@@ -169,6 +188,53 @@ def sentence_to_doc(nlp: Language, sent: CmcSentence) -> Doc:
     return doc
 
 
+def read_positive_annotations(path: Path, sentences: Sequence[CmcSentence]) -> Dict[str, dict]:
+    """Our reading of one split's label-1 texts, by text.
+
+    path: ``annotations/cmc-positives/train.jsonl``, one record per distinct
+        label-1 text of the split: ``{"split", "line", "text_sha1", "coarse",
+        "components", "note"}`` (:mod:`.sentence_records`; ``coarse`` a
+        subset of :data:`JUDGED`, personification components only on a
+        personification), ``line`` the text's first line in the split.
+    sentences: the split's sentences.
+    Raises CorpusFormatError naming the file and line of a malformed record,
+    a line that is not the first label-1 line of its text in the split, a
+    text that differs or a text annotated twice.
+    """
+    first: Dict[int, CmcSentence] = {}
+    seen = set()
+    for sent in sorted(sentences, key=lambda s: s.line):
+        if sent.label == 1 and sent.text not in seen:
+            seen.add(sent.text)
+            first[sent.line] = sent
+    records: Dict[str, dict] = {}
+    for line_no, rec in iter_jsonl_objects(path):
+        def bad(msg: str) -> CorpusFormatError:
+            return CorpusFormatError(path, msg, line=line_no)
+
+        sent = first.get(rec.get("line")) if isinstance(rec.get("line"), int) else None
+        if sent is None:
+            raise bad(f"'line' {rec.get('line')!r} is not the first line of a label-1 text of this split")
+        if sent.text in records:
+            raise bad(f"CMC line {sent.line} is annotated twice")
+        check_record(bad, rec, sent.text, f"CMC line {sent.line}", JUDGED, {"personification": PERSONIFICATION_COMPONENTS})
+        records[sent.text] = rec
+    return records
+
+
+def annotated_positive_doc(nlp: Language, sent: CmcSentence, record: dict) -> Doc:
+    """One single-sentence Doc for a label-1 sentence with our reading
+    (:func:`read_positive_annotations`): the devices found, the
+    personification components, and what is known (module docstring)."""
+    doc = mark_single_sentence(nlp.make_doc(sent.text))
+    doc.user_data.update({"corpus": "cmc", "line": sent.line, "cmc_label": sent.label})
+    doc.spans[LEVEL_SPAN_KEYS["coarse"]] = whole_doc_spans(doc, record["coarse"])
+    doc.spans[COMPONENTS_KEY] = char_components(doc, [(c["label"], c["start"], c["end"]) for c in record["components"]])
+    coarse = list(JUDGED) + (["literal"] if record["coarse"] else [])
+    doc.user_data[ANNOTATED_KEY] = {"coarse": coarse, "form": [], "content": [], "components": list(PERSONIFICATION_COMPONENTS)}
+    return doc
+
+
 def default_pkuseg_model() -> Optional[Path]:
     """The shipped pipeline's pkuseg model
     (``<repository root>/pipelines/zh_rhetoric/tokenizer/pkuseg_model``, the
@@ -201,6 +267,7 @@ def convert_cmc(
     seed: int = 0,
     strict: bool = False,
     segmentation: str = "",
+    annotations_dir: Optional[Path] = None,
 ) -> Dict[str, object]:
     """Convert ``cmc_dir/train.tsv`` to ``output_dir/{train,dev,test}.spacy``
     and ``output_dir/split.json`` (the procedure, seed, the source file's
@@ -211,6 +278,9 @@ def convert_cmc(
     :class:`CorpusFormatError` with ``strict``, else are skipped and listed.
     Returns ``{"splits": {split: split_stats(...)}, "skipped": [{"line",
     "reason"}], "lines": number of lines read (sentences + skipped)}``.
+    ``annotations_dir``: ``annotations/cmc-positives``; a split with a file
+    there (:data:`ANNOTATION_FILES`) gets our reading of its label-1 texts
+    (module docstring), counted in its stats as ``annotated`` and per label.
     Raises FileNotFoundError without ``cmc_dir/train.tsv``.
     """
     path = Path(cmc_dir) / FILE_NAME
@@ -225,8 +295,18 @@ def convert_cmc(
     stats: Dict[str, Dict[str, int]] = {}
     for name in SPLITS:
         members = [by_line[n] for n in split[name]]
-        write_docbin((sentence_to_doc(nlp, s) for s in members), output_dir / f"{name}.spacy")
+        records: Dict[str, dict] = {}
+        if annotations_dir is not None and name in ANNOTATION_FILES:
+            ann_path = Path(annotations_dir) / ANNOTATION_FILES[name]
+            if ann_path.is_file():
+                records = read_positive_annotations(ann_path, members)
+        write_docbin((annotated_positive_doc(nlp, s, records[s.text]) if s.label == 1 and s.text in records
+                      else sentence_to_doc(nlp, s) for s in members), output_dir / f"{name}.spacy")
         stats[name] = split_stats(members)
+        if records:
+            annotated = [records[s.text] for s in members if s.label == 1 and s.text in records]
+            stats[name].update({"annotated": len(annotated),
+                                **{f"annotated_{label}": sum(label in r["coarse"] for r in annotated) for label in JUDGED}})
     record = {
         "corpus": "cmc",
         "source": FILE_NAME,

@@ -56,7 +56,8 @@ from spacy.tokens import Doc, Span
 from ..annotation import ANNOTATED_KEY, COMPONENTS_KEY, LEVEL_SPAN_KEYS
 from ..errors import CorpusFormatError
 from .docbin import mark_single_sentence, write_docbin
-from .jsonio import iter_jsonl_objects, text_sha1
+from .jsonio import iter_jsonl_objects
+from .sentence_records import check_record, set_char_components, whole_doc_spans
 
 #: Split name -> file name in ``../shared/data/cmre`` (no test split here).
 SPLIT_FILES = {"train": "train.jsonlines", "dev": "dev.jsonlines"}
@@ -177,14 +178,6 @@ def _blank_doc(nlp: Language, sent: CmreSentence) -> Doc:
     return doc
 
 
-def _set_components(doc: Doc, spans: List[Tuple[str, int, int]]) -> None:
-    """``(label, start, end)`` character spans as component spans, widened to
-    the words that hold them; spans that become the same after widening
-    (two relations can share a tenor) are kept once."""
-    comps = [doc.char_span(s, e, label=lab, alignment_mode="expand") for lab, s, e in spans]
-    doc.spans[COMPONENTS_KEY] = list({(c.label_, c.start, c.end): c for c in comps if c is not None}.values())
-
-
 def sentence_to_doc(nlp: Language, sent: CmreSentence, mapping: str) -> Doc:
     """One single-sentence Doc for a ``metaphor`` or ``literal`` sentence
     (module docstring): sentence span in ``doc.spans["rhetoric"]``, tenor and
@@ -193,7 +186,7 @@ def sentence_to_doc(nlp: Language, sent: CmreSentence, mapping: str) -> Doc:
     doc = _blank_doc(nlp, sent)
     if mapping == "metaphor":
         doc.spans[LEVEL_SPAN_KEYS["coarse"]] = [Span(doc, 0, len(doc), label="metaphor")]
-        _set_components(doc, tenor_vehicle_spans(sent))
+        set_char_components(doc, tenor_vehicle_spans(sent))
         doc.user_data[ANNOTATED_KEY] = {k: list(v) for k, v in METAPHOR_ANNOTATED.items()}
     else:
         doc.user_data[ANNOTATED_KEY] = {k: list(v) for k, v in LITERAL_ANNOTATED.items()}
@@ -226,24 +219,9 @@ def read_relation_annotations(path: Path, sentences: Dict[int, CmreSentence]) ->
         sent = sentences.get(cmre_line) if isinstance(cmre_line, int) else None
         if sent is None or mapping_of(sent) != "relation_only":
             raise bad(f"'line' {cmre_line!r} is not a relation-only sentence of this CMRE split")
-        if rec.get("text_sha1") != text_sha1(sent.text):
-            raise bad(f"'text_sha1' {rec.get('text_sha1')!r} is not that of CMRE line {cmre_line} ({sent.text!r})")
         if cmre_line in records:
             raise bad(f"CMRE line {cmre_line} is annotated twice")
-        coarse, comps = rec.get("coarse"), rec.get("components")
-        if not isinstance(coarse, list) or not set(coarse) <= set(JUDGED):
-            raise bad(f"'coarse' must be a list of {', '.join(JUDGED)} (empty: neither), not {coarse!r}")
-        if not isinstance(comps, list):
-            raise bad("'components' must be a list")
-        for comp in comps:
-            if not isinstance(comp, dict) or comp.get("label") not in PERSONIFICATION_COMPONENTS:
-                raise bad(f"component {comp!r}: only {', '.join(PERSONIFICATION_COMPONENTS)} are annotated here")
-            if "personification" not in coarse:
-                raise bad(f"component {comp['label']!r} on a sentence that is not a personification")
-            start, end = comp.get("start"), comp.get("end")
-            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(sent.text)
-                    and sent.text[start:end] == comp.get("text")):
-                raise bad(f"component {comp['label']!r}: text {comp.get('text')!r} is not text[{start!r}:{end!r}]")
+        check_record(bad, rec, sent.text, f"CMRE line {cmre_line}", JUDGED, {"personification": PERSONIFICATION_COMPONENTS})
         records[cmre_line] = rec
     return records
 
@@ -254,8 +232,8 @@ def annotated_relation_doc(nlp: Language, sent: CmreSentence, record: dict) -> D
     sentence spans, the personification components, and what is known in
     ``doc.user_data["rhetoric_annotated"]`` (module docstring)."""
     doc = _blank_doc(nlp, sent)
-    doc.spans[LEVEL_SPAN_KEYS["coarse"]] = [Span(doc, 0, len(doc), label=label) for label in record["coarse"]]
-    _set_components(doc, [(c["label"], c["start"], c["end"]) for c in record["components"]])
+    doc.spans[LEVEL_SPAN_KEYS["coarse"]] = whole_doc_spans(doc, record["coarse"])
+    set_char_components(doc, [(c["label"], c["start"], c["end"]) for c in record["components"]])
     # a metaphor's tenor and vehicle were not marked, so they stay unknown to the loss
     known = list(PERSONIFICATION_COMPONENTS) + ([] if "metaphor" in record["coarse"] else ["tenor", "vehicle", "comparator"])
     doc.user_data[ANNOTATED_KEY] = {"coarse": list(JUDGED), "form": [], "content": [], "components": known}

@@ -34,7 +34,8 @@ from spacy.vocab import Vocab
 from .. import taxonomy as tx
 from ..errors import CorpusFormatError
 from .docbin import ANNOTATED_KEY, mark_single_sentence, write_docbin
-from .jsonio import iter_jsonl_objects, text_sha1
+from .jsonio import iter_jsonl_objects
+from .sentence_records import char_components, check_record, whole_doc_spans
 
 LABELS = ("simile", "literal")
 COMPARATOR_CHAR = "像"
@@ -182,26 +183,12 @@ def read_hyperbole_annotations(path: Path, sentences: Dict[int, SimileSentence])
         sent = sentences.get(rec.get("line")) if isinstance(rec.get("line"), int) else None
         if sent is None:
             raise bad(f"'line' {rec.get('line')!r} is not the label line of a sentence of this split")
-        text = sentence_text(sent)
-        if rec.get("text_sha1") != text_sha1(text):
-            raise bad(f"'text_sha1' {rec.get('text_sha1')!r} is not that of the sentence at line {sent.line} ({text!r})")
         if sent.line in records:
             raise bad(f"the sentence at line {sent.line} is annotated twice")
-        coarse = rec.get("coarse")
-        if coarse not in ([], [HYPERBOLE]):
-            raise bad(f"'coarse' must be [] or [{HYPERBOLE!r}], not {coarse!r}")
+        check_record(bad, rec, sentence_text(sent), f"the sentence at line {sent.line}", (HYPERBOLE,),
+                     {HYPERBOLE: HYPERBOLE_COMPONENTS})
         for level in ("form", "content"):
-            _check_level(bad, rec, level, bool(coarse))
-        comps = rec.get("components")
-        if not isinstance(comps, list) or (comps and not coarse):
-            raise bad("'components' must be a list, empty on a sentence that is not a hyperbole")
-        for comp in comps:
-            if not isinstance(comp, dict) or comp.get("label") not in HYPERBOLE_COMPONENTS:
-                raise bad(f"component {comp!r}: only {', '.join(HYPERBOLE_COMPONENTS)} are annotated here")
-            start, end = comp.get("start"), comp.get("end")
-            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)
-                    and text[start:end] == comp.get("text")):
-                raise bad(f"component {comp['label']!r}: text {comp.get('text')!r} is not text[{start!r}:{end!r}]")
+            _check_level(bad, rec, level, bool(rec["coarse"]))
         records[sent.line] = rec
     return records
 
@@ -210,9 +197,8 @@ def _add_hyperbole(doc: Doc, record: dict, components: List[Span]) -> None:
     """The record's hyperbole as sentence spans and components (widened to
     the words that hold a span that cuts a word)."""
     for level, key in (("coarse", "rhetoric"), ("form", "rhetoric_form"), ("content", "rhetoric_content")):
-        doc.spans[key] = list(doc.spans[key]) + [Span(doc, 0, len(doc), label=label) for label in record[level]]
-    for comp in record["components"]:
-        components.append(doc.char_span(comp["start"], comp["end"], label=comp["label"], alignment_mode="expand"))
+        doc.spans[key] = list(doc.spans[key]) + whole_doc_spans(doc, record[level])
+    components.extend(char_components(doc, [(c["label"], c["start"], c["end"]) for c in record["components"]]))
     doc.cats["coarse/hyperbole"] = float(bool(record["coarse"]))
 
 

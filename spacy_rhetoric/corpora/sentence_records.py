@@ -1,0 +1,64 @@
+"""Our annotation of single sentences of a corpus whose text we may not copy
+(``annotations/cmre-relation-only``, ``annotations/simile-hyperbole``,
+``annotations/cmc-positives``): one JSONL record per sentence,
+``{"split", "line", "text_sha1", "coarse": [...], "components": [{"label",
+"start", "end", "text"}], "note"}``. ``text_sha1`` ties a record to the text
+it was made on; component offsets are characters of that text, end
+exclusive. The checks here are shared by the converters; each converter
+names what its annotation decides.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping, Sequence, Tuple
+
+from spacy.tokens import Doc, Span
+
+from ..annotation import COMPONENTS_KEY
+from ..errors import CorpusFormatError
+from .jsonio import text_sha1
+
+Bad = Callable[[str], CorpusFormatError]
+
+
+def check_record(bad: Bad, rec: dict, text: str, where: str, judged: Sequence[str],
+                 components_of: Mapping[str, Sequence[str]]) -> None:
+    """Raise ``bad(message)`` unless ``rec`` was made on ``text`` (its
+    ``text_sha1``), its ``coarse`` is a list of ``judged`` labels (empty:
+    none of them), and each component has a label of ``components_of[device]``
+    for a device in ``coarse`` and offsets that cut its ``text`` out of
+    ``text``. ``where`` names the sentence in the message (``"CMRE line 7"``)."""
+    if rec.get("text_sha1") != text_sha1(text):
+        raise bad(f"'text_sha1' {rec.get('text_sha1')!r} is not that of {where} ({text!r})")
+    coarse, comps = rec.get("coarse"), rec.get("components")
+    if not isinstance(coarse, list) or not set(coarse) <= set(judged):
+        raise bad(f"'coarse' must be a list of {', '.join(judged)} (empty: none), not {coarse!r}")
+    if not isinstance(comps, list):
+        raise bad("'components' must be a list")
+    device_of = {label: device for device, labels in components_of.items() for label in labels}
+    for comp in comps:
+        if not isinstance(comp, dict) or comp.get("label") not in device_of:
+            raise bad(f"component {comp!r}: only {', '.join(device_of)} are annotated here")
+        if device_of[comp["label"]] not in coarse:
+            raise bad(f"component {comp['label']!r} on a sentence that is not a {device_of[comp['label']]}")
+        start, end = comp.get("start"), comp.get("end")
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)
+                and text[start:end] == comp.get("text")):
+            raise bad(f"component {comp['label']!r}: text {comp.get('text')!r} is not text[{start!r}:{end!r}]")
+
+
+def char_components(doc: Doc, spans: Iterable[Tuple[str, int, int]]) -> list:
+    """``(label, start, end)`` character spans as component spans, widened to
+    the words that hold them; spans that become the same after widening are
+    kept once."""
+    comps = [doc.char_span(s, e, label=lab, alignment_mode="expand") for lab, s, e in spans]
+    return list({(c.label_, c.start, c.end): c for c in comps if c is not None}.values())
+
+
+def set_char_components(doc: Doc, spans: Iterable[Tuple[str, int, int]]) -> None:
+    """:func:`char_components` as the doc's component spans."""
+    doc.spans[COMPONENTS_KEY] = char_components(doc, spans)
+
+
+def whole_doc_spans(doc: Doc, labels: Iterable[str]) -> list:
+    """One span over the whole (single-sentence) doc per label."""
+    return [Span(doc, 0, len(doc), label=label) for label in labels]
