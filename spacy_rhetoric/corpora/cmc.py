@@ -73,8 +73,7 @@ from spacy.tokens import Doc
 from ..annotation import ANNOTATED_KEY, COMPONENTS_KEY, DISJUNCTIONS_KEY, LEVEL_SPAN_KEYS
 from ..errors import CorpusFormatError
 from .docbin import mark_single_sentence, write_docbin
-from .jsonio import iter_jsonl_objects
-from .sentence_records import char_components, check_record, whole_doc_spans
+from .sentence_records import char_components, read_records, whole_doc_spans
 
 FILE_NAME = "train.tsv"
 SPLITS = ("train", "dev", "test")
@@ -207,19 +206,10 @@ def read_positive_annotations(path: Path, sentences: Sequence[CmcSentence]) -> D
         if sent.label == 1 and sent.text not in seen:
             seen.add(sent.text)
             first[sent.line] = sent
-    records: Dict[str, dict] = {}
-    for line_no, rec in iter_jsonl_objects(path):
-        def bad(msg: str) -> CorpusFormatError:
-            return CorpusFormatError(path, msg, line=line_no)
-
-        sent = first.get(rec.get("line")) if isinstance(rec.get("line"), int) else None
-        if sent is None:
-            raise bad(f"'line' {rec.get('line')!r} is not the first line of a label-1 text of this split")
-        if sent.text in records:
-            raise bad(f"CMC line {sent.line} is annotated twice")
-        check_record(bad, rec, sent.text, f"CMC line {sent.line}", JUDGED, {"personification": PERSONIFICATION_COMPONENTS})
-        records[sent.text] = rec
-    return records
+    records = read_records(path, first, text_of=lambda s: s.text, name_of=lambda line: f"CMC line {line}",
+                           what="the first line of a label-1 text of this split", judged=JUDGED,
+                           components_of={"personification": PERSONIFICATION_COMPONENTS})
+    return {first[line].text: rec for line, rec in records.items()}
 
 
 def annotated_positive_doc(nlp: Language, sent: CmcSentence, record: dict) -> Doc:

@@ -57,7 +57,7 @@ from ..annotation import ANNOTATED_KEY, COMPONENTS_KEY, LEVEL_SPAN_KEYS
 from ..errors import CorpusFormatError
 from .docbin import mark_single_sentence, write_docbin
 from .jsonio import iter_jsonl_objects
-from .sentence_records import check_record, set_char_components, whole_doc_spans
+from .sentence_records import read_records, set_char_components, whole_doc_spans
 
 #: Split name -> file name in ``../shared/data/cmre`` (no test split here).
 SPLIT_FILES = {"train": "train.jsonlines", "dev": "dev.jsonlines"}
@@ -210,20 +210,10 @@ def read_relation_annotations(path: Path, sentences: Dict[int, CmreSentence]) ->
     a line that is not a relation-only sentence of the split, a text that
     differs from CMRE's or a sentence annotated twice.
     """
-    records: Dict[int, dict] = {}
-    for line_no, rec in iter_jsonl_objects(path):
-        def bad(msg: str) -> CorpusFormatError:
-            return CorpusFormatError(path, msg, line=line_no)
-
-        cmre_line = rec.get("line")
-        sent = sentences.get(cmre_line) if isinstance(cmre_line, int) else None
-        if sent is None or mapping_of(sent) != "relation_only":
-            raise bad(f"'line' {cmre_line!r} is not a relation-only sentence of this CMRE split")
-        if cmre_line in records:
-            raise bad(f"CMRE line {cmre_line} is annotated twice")
-        check_record(bad, rec, sent.text, f"CMRE line {cmre_line}", JUDGED, {"personification": PERSONIFICATION_COMPONENTS})
-        records[cmre_line] = rec
-    return records
+    relation_only = {line: s for line, s in sentences.items() if mapping_of(s) == "relation_only"}
+    return read_records(path, relation_only, text_of=lambda s: s.text, name_of=lambda line: f"CMRE line {line}",
+                        what="a relation-only sentence of this CMRE split", judged=JUDGED,
+                        components_of={"personification": PERSONIFICATION_COMPONENTS})
 
 
 def annotated_relation_doc(nlp: Language, sent: CmreSentence, record: dict) -> Doc:

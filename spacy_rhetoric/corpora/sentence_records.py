@@ -9,15 +9,17 @@ names what its annotation decides.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence, Tuple
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from spacy.tokens import Doc, Span
 
 from ..annotation import COMPONENTS_KEY
 from ..errors import CorpusFormatError
-from .jsonio import text_sha1
+from .jsonio import iter_jsonl_objects, text_sha1
 
 Bad = Callable[[str], CorpusFormatError]
+S = TypeVar("S")
 
 
 def check_record(bad: Bad, rec: dict, text: str, where: str, judged: Sequence[str],
@@ -44,6 +46,35 @@ def check_record(bad: Bad, rec: dict, text: str, where: str, judged: Sequence[st
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)
                 and text[start:end] == comp.get("text")):
             raise bad(f"component {comp['label']!r}: text {comp.get('text')!r} is not text[{start!r}:{end!r}]")
+
+
+def read_records(path: Path, sentences: Mapping[int, S], *, text_of: Callable[[S], str], name_of: Callable[[int], str],
+                 what: str, judged: Sequence[str], components_of: Mapping[str, Sequence[str]],
+                 extra: Optional[Callable[[Bad, dict], None]] = None) -> Dict[int, dict]:
+    """The records of ``path`` by their ``line``, each checked by
+    :func:`check_record` (and ``extra``) against the sentence ``sentences``
+    holds at that line. ``name_of(line)`` names a sentence in messages
+    (``"CMRE line 7"``); ``what`` says which lines ``sentences`` holds
+    (``"a relation-only sentence of this CMRE split"``). Raises
+    CorpusFormatError naming the file and line of a malformed record, a
+    line ``sentences`` lacks, a text that differs or a sentence annotated
+    twice."""
+    records: Dict[int, dict] = {}
+    for line_no, rec in iter_jsonl_objects(path):
+        def bad(msg: str) -> CorpusFormatError:
+            return CorpusFormatError(path, msg, line=line_no)
+
+        line = rec.get("line")
+        sent = sentences.get(line) if isinstance(line, int) else None
+        if sent is None:
+            raise bad(f"'line' {line!r} is not {what}")
+        if line in records:
+            raise bad(f"{name_of(line)} is annotated twice")
+        check_record(bad, rec, text_of(sent), name_of(line), judged, components_of)
+        if extra is not None:
+            extra(bad, rec)
+        records[line] = rec
+    return records
 
 
 def char_components(doc: Doc, spans: Iterable[Tuple[str, int, int]]) -> list:

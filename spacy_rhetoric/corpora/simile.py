@@ -34,8 +34,7 @@ from spacy.vocab import Vocab
 from .. import taxonomy as tx
 from ..errors import CorpusFormatError
 from .docbin import ANNOTATED_KEY, mark_single_sentence, write_docbin
-from .jsonio import iter_jsonl_objects
-from .sentence_records import char_components, check_record, whole_doc_spans
+from .sentence_records import char_components, read_records, whole_doc_spans
 
 LABELS = ("simile", "literal")
 COMPARATOR_CHAR = "像"
@@ -175,22 +174,13 @@ def read_hyperbole_annotations(path: Path, sentences: Dict[int, SimileSentence])
     a line that is no sentence of the split, a text that differs or a
     sentence annotated twice.
     """
-    records: Dict[int, dict] = {}
-    for line_no, rec in iter_jsonl_objects(path):
-        def bad(msg: str) -> CorpusFormatError:
-            return CorpusFormatError(path, msg, line=line_no)
-
-        sent = sentences.get(rec.get("line")) if isinstance(rec.get("line"), int) else None
-        if sent is None:
-            raise bad(f"'line' {rec.get('line')!r} is not the label line of a sentence of this split")
-        if sent.line in records:
-            raise bad(f"the sentence at line {sent.line} is annotated twice")
-        check_record(bad, rec, sentence_text(sent), f"the sentence at line {sent.line}", (HYPERBOLE,),
-                     {HYPERBOLE: HYPERBOLE_COMPONENTS})
+    def forms_and_contents(bad: Callable[[str], CorpusFormatError], rec: dict) -> None:
         for level in ("form", "content"):
             _check_level(bad, rec, level, bool(rec["coarse"]))
-        records[sent.line] = rec
-    return records
+
+    return read_records(path, sentences, text_of=sentence_text, name_of=lambda line: f"the sentence at line {line}",
+                        what="the label line of a sentence of this split", judged=(HYPERBOLE,),
+                        components_of={HYPERBOLE: HYPERBOLE_COMPONENTS}, extra=forms_and_contents)
 
 
 def _add_hyperbole(doc: Doc, record: dict, components: List[Span]) -> None:
