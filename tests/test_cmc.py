@@ -390,3 +390,22 @@ def test_malformed_positive_record_names_file_and_line(tmp_path: Path, change, m
     with pytest.raises(CorpusFormatError) as err:
         convert_cmc(folder, tmp_path / "out", spacy.blank("zh"), annotations_dir=_write_records(tmp_path, [good, bad]))
     assert "train.jsonl, line 2" in str(err.value) and message in str(err.value)
+
+
+def test_the_reading_covers_every_label1_training_text(shared_data):
+    """One record per distinct label-1 text of our training split, on its
+    first line, made on that text."""
+    from spacy_rhetoric.corpora.jsonio import text_sha1
+
+    sentences = list(read_cmc(shared_data / "cmc" / "train.tsv", skipped=[]))
+    train = set(make_split(sentences)["train"])
+    first = {}
+    for sent in sorted(sentences, key=lambda s: s.line):
+        if sent.line in train and sent.label == 1:
+            first.setdefault(sent.text, sent.line)
+    records = [json.loads(line) for line in (ANNOTATIONS / "train.jsonl").read_text(encoding="utf8").splitlines()]
+    assert sorted(r["line"] for r in records) == sorted(first.values())
+    text_of = {line: text for text, line in first.items()}
+    assert all(r["text_sha1"] == text_sha1(text_of[r["line"]]) for r in records)
+    second = [json.loads(line) for line in (ANNOTATIONS / "second_pass.jsonl").read_text(encoding="utf8").splitlines()]
+    assert {r["line"] for r in second} <= {r["line"] for r in records}
