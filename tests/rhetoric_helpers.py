@@ -64,3 +64,14 @@ def train(nlp: Language, examples: List[Example], steps: int = 5, seed: int = 0)
     for _ in range(steps):
         nlp.update(examples, sgd=optimizer, drop=0.0)
     return nlp
+
+
+def write_annotation_dir(folder: Path, records) -> Path:
+    """``folder/ann/train.jsonl`` with ``records`` one JSON object a line
+    (an annotation folder as the corpus converters read it)."""
+    import json
+
+    ann = folder / "ann"
+    ann.mkdir(exist_ok=True)
+    (ann / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf8")
+    return ann

@@ -23,6 +23,8 @@ from spacy_rhetoric.corpora.cmc import (
 )
 from spacy_rhetoric.corpora.docbin import read_docbin
 from spacy_rhetoric.errors import CorpusFormatError
+
+from rhetoric_helpers import write_annotation_dir
 from spacy_rhetoric.evaluation.cmc import evaluate_cmc, prf, score_cmc
 from spacy_rhetoric.tokenizer import make_nlp
 
@@ -338,16 +340,9 @@ def _annotated_corpus(tmp_path: Path):
     return folder, records
 
 
-def _write_records(tmp_path: Path, records) -> Path:
-    ann = tmp_path / "ann"
-    ann.mkdir(exist_ok=True)
-    (ann / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf8")
-    return ann
-
-
 def test_read_positives_replace_the_disjunction(tmp_path: Path):
     folder, records = _annotated_corpus(tmp_path)
-    result = convert_cmc(folder, tmp_path / "out", spacy.blank("zh"), annotations_dir=_write_records(tmp_path, records))
+    result = convert_cmc(folder, tmp_path / "out", spacy.blank("zh"), annotations_dir=write_annotation_dir(tmp_path, records))
     train = result["splits"]["train"]
     assert train["annotated"] == train["positives"]  # every copy of a read text
     assert "annotated" not in result["splits"]["dev"]
@@ -388,7 +383,7 @@ def test_malformed_positive_record_names_file_and_line(tmp_path: Path, change, m
         bad = dict(good)
     bad.update(change)
     with pytest.raises(CorpusFormatError) as err:
-        convert_cmc(folder, tmp_path / "out", spacy.blank("zh"), annotations_dir=_write_records(tmp_path, [good, bad]))
+        convert_cmc(folder, tmp_path / "out", spacy.blank("zh"), annotations_dir=write_annotation_dir(tmp_path, [good, bad]))
     assert "train.jsonl, line 2" in str(err.value) and message in str(err.value)
 
 

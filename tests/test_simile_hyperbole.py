@@ -14,6 +14,8 @@ from spacy_rhetoric.corpora.simile import (ANNOTATED, HYPERBOLE_ANNOTATED, conve
                                            sentence_text, split_path)
 from spacy_rhetoric.errors import CorpusFormatError
 
+from rhetoric_helpers import write_annotation_dir
+
 ANNOTATIONS = Path(__file__).resolve().parent.parent / "annotations" / "simile-hyperbole"
 
 # label line 1: 汗水像下雨一样流 (a hyperbole), label line 9: 他像他爸爸 (not), line 14: unannotated
@@ -46,13 +48,6 @@ def _records(folder: Path):
     ]
 
 
-def _write(folder: Path, records) -> Path:
-    ann = folder / "ann"
-    ann.mkdir(exist_ok=True)
-    (ann / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf8")
-    return ann
-
-
 def _read_docs(path: Path):
     from spacy.tokens import DocBin
 
@@ -65,7 +60,7 @@ def _declared(doc):
 
 def test_hyperbole_records_become_gold_and_declare_what_they_decided(tmp_path):
     corpus = _corpus(tmp_path)
-    stats = convert_simile(corpus, tmp_path / "out", spacy.blank("zh").vocab, _write(tmp_path, _records(corpus)))
+    stats = convert_simile(corpus, tmp_path / "out", spacy.blank("zh").vocab, write_annotation_dir(tmp_path, _records(corpus)))
     assert stats["train"]["hyperbole_annotated"] == 2 and stats["train"]["hyperboles"] == 1
     assert stats["dev"]["hyperbole_annotated"] == 0  # only the training split was read
     hyp, lit, unread = _read_docs(tmp_path / "out" / "train.spacy")
@@ -87,11 +82,11 @@ def test_a_span_that_cuts_a_word_is_widened_to_the_word(tmp_path):
     corpus = _corpus(tmp_path)
     records = _records(corpus)
     records[0]["components"][1] = {"label": "hyperbole_content", "start": 4, "end": 8, "text": "雨一样流"}
-    convert_simile(corpus, tmp_path / "out", spacy.blank("zh").vocab, _write(tmp_path, records))
+    convert_simile(corpus, tmp_path / "out", spacy.blank("zh").vocab, write_annotation_dir(tmp_path, records))
     hyp = _read_docs(tmp_path / "out" / "train.spacy")[0]
     assert ("hyperbole_content", "雨一样流") in {(s.label_, s.text) for s in hyp.spans["rhetoric_components"]}
     records[0]["components"][1] = {"label": "hyperbole_content", "start": 2, "end": 4, "text": "像下"}
-    convert_simile(corpus, tmp_path / "out", spacy.blank("zh").vocab, _write(tmp_path, records))
+    convert_simile(corpus, tmp_path / "out", spacy.blank("zh").vocab, write_annotation_dir(tmp_path, records))
     hyp = _read_docs(tmp_path / "out" / "train.spacy")[0]
     assert ("hyperbole_content", "像下") in {(s.label_, s.text) for s in hyp.spans["rhetoric_components"]}
 
@@ -116,7 +111,7 @@ def test_malformed_hyperbole_record_names_file_and_line(tmp_path, change, messag
         bad = dict(good)
     bad.update(change)
     with pytest.raises(CorpusFormatError) as err:
-        convert_simile(corpus, tmp_path / "out", spacy.blank("zh").vocab, _write(tmp_path, [good, bad]))
+        convert_simile(corpus, tmp_path / "out", spacy.blank("zh").vocab, write_annotation_dir(tmp_path, [good, bad]))
     assert "train.jsonl, line 2" in str(err.value) and message in str(err.value)
 
 
