@@ -23,10 +23,10 @@ from spacy_rhetoric.corpora.cmc import (
 )
 from spacy_rhetoric.corpora.docbin import read_docbin
 from spacy_rhetoric.errors import CorpusFormatError
-
-from rhetoric_helpers import write_annotation_dir
 from spacy_rhetoric.evaluation.cmc import evaluate_cmc, prf, score_cmc
 from spacy_rhetoric.tokenizer import make_nlp
+
+from rhetoric_helpers import write_annotation_dir
 
 N_REAL = 200
 
