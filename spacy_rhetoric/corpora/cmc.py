@@ -73,7 +73,7 @@ from spacy.tokens import Doc
 from ..annotation import ANNOTATED_KEY, COMPONENTS_KEY, DISJUNCTIONS_KEY, LEVEL_SPAN_KEYS
 from ..errors import CorpusFormatError
 from .docbin import mark_single_sentence, write_docbin
-from .sentence_records import char_components, read_records, whole_doc_spans
+from .sentence_records import METAPHOR_OR_PERSONIFICATION, char_components, components_of, read_records, whole_doc_spans
 
 FILE_NAME = "train.tsv"
 SPLITS = ("train", "dev", "test")
@@ -85,8 +85,8 @@ NEGATIVE_ANNOTATED = {"coarse": ["metaphor", "personification"], "form": [], "co
 POSITIVE_ANNOTATED = {"coarse": ["literal"], "form": [], "content": [], "components": []}
 POSITIVE_DISJUNCTIONS = [["coarse/metaphor", "coarse/personification"]]
 #: The two devices our reading of the label-1 texts decides, and its components.
-JUDGED = ("metaphor", "personification")
-PERSONIFICATION_COMPONENTS = ("personification_object", "personification_content")
+JUDGED = METAPHOR_OR_PERSONIFICATION
+PERSONIFICATION_COMPONENTS = components_of("personification")
 #: Split -> file of that reading in ``annotations/cmc-positives``.
 ANNOTATION_FILES = {"train": "train.jsonl"}
 #: The shipped pipeline's word segmenter, relative to the repository root.
@@ -208,7 +208,7 @@ def read_positive_annotations(path: Path, sentences: Sequence[CmcSentence]) -> D
             first[sent.line] = sent
     records = read_records(path, first, text_of=lambda s: s.text, name_of=lambda line: f"CMC line {line}",
                            what="the first line of a label-1 text of this split", judged=JUDGED,
-                           components_of={"personification": PERSONIFICATION_COMPONENTS})
+                           components=PERSONIFICATION_COMPONENTS)
     return {first[line].text: rec for line, rec in records.items()}
 
 
@@ -290,11 +290,12 @@ def convert_cmc(
             ann_path = Path(annotations_dir) / ANNOTATION_FILES[name]
             if ann_path.is_file():
                 records = read_positive_annotations(ann_path, members)
-        write_docbin((annotated_positive_doc(nlp, s, records[s.text]) if s.label == 1 and s.text in records
-                      else sentence_to_doc(nlp, s) for s in members), output_dir / f"{name}.spacy")
+        read = [records.get(s.text) if s.label == 1 else None for s in members]
+        write_docbin((sentence_to_doc(nlp, s) if rec is None else annotated_positive_doc(nlp, s, rec)
+                      for s, rec in zip(members, read)), output_dir / f"{name}.spacy")
         stats[name] = split_stats(members)
         if records:
-            annotated = [records[s.text] for s in members if s.label == 1 and s.text in records]
+            annotated = [rec for rec in read if rec is not None]
             stats[name].update({"annotated": len(annotated),
                                 **{f"annotated_{label}": sum(label in r["coarse"] for r in annotated) for label in JUDGED}})
     record = {

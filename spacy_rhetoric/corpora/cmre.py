@@ -57,7 +57,7 @@ from ..annotation import ANNOTATED_KEY, COMPONENTS_KEY, LEVEL_SPAN_KEYS
 from ..errors import CorpusFormatError
 from .docbin import mark_single_sentence, write_docbin
 from .jsonio import iter_jsonl_objects
-from .sentence_records import read_records, set_char_components, whole_doc_spans
+from .sentence_records import METAPHOR_OR_PERSONIFICATION, char_components, components_of, read_records, whole_doc_spans
 
 #: Split name -> file name in ``../shared/data/cmre`` (no test split here).
 SPLIT_FILES = {"train": "train.jsonlines", "dev": "dev.jsonlines"}
@@ -68,8 +68,8 @@ METAPHOR_ANNOTATED = {"coarse": ["metaphor"], "form": [], "content": [], "compon
 LITERAL_ANNOTATED = {"coarse": ["metaphor", "personification"], "form": [], "content": [],
                      "components": ["tenor", "vehicle", "comparator"]}
 #: The two devices our relation-only annotation decides, and its components.
-JUDGED = ("metaphor", "personification")
-PERSONIFICATION_COMPONENTS = ("personification_object", "personification_content")
+JUDGED = METAPHOR_OR_PERSONIFICATION
+PERSONIFICATION_COMPONENTS = components_of("personification")
 #: Split name -> file name of the relation-only annotation in ``annotations/cmre-relation-only``.
 ANNOTATION_FILES = {"train": "train.jsonl", "dev": "dev.jsonl"}
 
@@ -186,7 +186,7 @@ def sentence_to_doc(nlp: Language, sent: CmreSentence, mapping: str) -> Doc:
     doc = _blank_doc(nlp, sent)
     if mapping == "metaphor":
         doc.spans[LEVEL_SPAN_KEYS["coarse"]] = [Span(doc, 0, len(doc), label="metaphor")]
-        set_char_components(doc, tenor_vehicle_spans(sent))
+        doc.spans[COMPONENTS_KEY] = char_components(doc, tenor_vehicle_spans(sent))
         doc.user_data[ANNOTATED_KEY] = {k: list(v) for k, v in METAPHOR_ANNOTATED.items()}
     else:
         doc.user_data[ANNOTATED_KEY] = {k: list(v) for k, v in LITERAL_ANNOTATED.items()}
@@ -213,7 +213,7 @@ def read_relation_annotations(path: Path, sentences: Dict[int, CmreSentence]) ->
     relation_only = {line: s for line, s in sentences.items() if mapping_of(s) == "relation_only"}
     return read_records(path, relation_only, text_of=lambda s: s.text, name_of=lambda line: f"CMRE line {line}",
                         what="a relation-only sentence of this CMRE split", judged=JUDGED,
-                        components_of={"personification": PERSONIFICATION_COMPONENTS})
+                        components=PERSONIFICATION_COMPONENTS)
 
 
 def annotated_relation_doc(nlp: Language, sent: CmreSentence, record: dict) -> Doc:
@@ -223,7 +223,7 @@ def annotated_relation_doc(nlp: Language, sent: CmreSentence, record: dict) -> D
     ``doc.user_data["rhetoric_annotated"]`` (module docstring)."""
     doc = _blank_doc(nlp, sent)
     doc.spans[LEVEL_SPAN_KEYS["coarse"]] = whole_doc_spans(doc, record["coarse"])
-    set_char_components(doc, [(c["label"], c["start"], c["end"]) for c in record["components"]])
+    doc.spans[COMPONENTS_KEY] = char_components(doc, [(c["label"], c["start"], c["end"]) for c in record["components"]])
     # a metaphor's tenor and vehicle were not marked, so they stay unknown to the loss
     known = list(PERSONIFICATION_COMPONENTS) + ([] if "metaphor" in record["coarse"] else ["tenor", "vehicle", "comparator"])
     doc.user_data[ANNOTATED_KEY] = {"coarse": list(JUDGED), "form": [], "content": [], "components": known}

@@ -14,21 +14,31 @@ from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple,
 
 from spacy.tokens import Doc, Span
 
-from ..annotation import COMPONENTS_KEY
+from .. import taxonomy as tx
 from ..errors import CorpusFormatError
 from .jsonio import iter_jsonl_objects, text_sha1
 
 Bad = Callable[[str], CorpusFormatError]
 S = TypeVar("S")
 
+#: What the CMRE and CMC readings decide: the two devices, and a
+#: personification's components.
+METAPHOR_OR_PERSONIFICATION = ("metaphor", "personification")
+
+
+def components_of(device: str) -> Tuple[str, ...]:
+    """The component labels of ``device`` (taxonomy order)."""
+    return tuple(label for label, (parent, _, _) in tx.COMPONENTS.items() if parent == device)
+
 
 def check_record(bad: Bad, rec: dict, text: str, where: str, judged: Sequence[str],
-                 components_of: Mapping[str, Sequence[str]]) -> None:
+                 components: Sequence[str]) -> None:
     """Raise ``bad(message)`` unless ``rec`` was made on ``text`` (its
     ``text_sha1``), its ``coarse`` is a list of ``judged`` labels (empty:
-    none of them), and each component has a label of ``components_of[device]``
-    for a device in ``coarse`` and offsets that cut its ``text`` out of
-    ``text``. ``where`` names the sentence in the message (``"CMRE line 7"``)."""
+    none of them), and each component has one of the ``components`` labels,
+    whose device (:data:`taxonomy.COMPONENTS`) is in ``coarse``, and offsets
+    that cut its ``text`` out of ``text``. ``where`` names the sentence in
+    the message (``"CMRE line 7"``)."""
     if rec.get("text_sha1") != text_sha1(text):
         raise bad(f"'text_sha1' {rec.get('text_sha1')!r} is not that of {where} ({text!r})")
     coarse, comps = rec.get("coarse"), rec.get("components")
@@ -36,12 +46,12 @@ def check_record(bad: Bad, rec: dict, text: str, where: str, judged: Sequence[st
         raise bad(f"'coarse' must be a list of {', '.join(judged)} (empty: none), not {coarse!r}")
     if not isinstance(comps, list):
         raise bad("'components' must be a list")
-    device_of = {label: device for device, labels in components_of.items() for label in labels}
     for comp in comps:
-        if not isinstance(comp, dict) or comp.get("label") not in device_of:
-            raise bad(f"component {comp!r}: only {', '.join(device_of)} are annotated here")
-        if device_of[comp["label"]] not in coarse:
-            raise bad(f"component {comp['label']!r} on a sentence that is not a {device_of[comp['label']]}")
+        if not isinstance(comp, dict) or comp.get("label") not in components:
+            raise bad(f"component {comp!r}: only {', '.join(components)} are annotated here")
+        device = tx.COMPONENTS[comp["label"]][0]
+        if device not in coarse:
+            raise bad(f"component {comp['label']!r} on a sentence that is not a {device}")
         start, end = comp.get("start"), comp.get("end")
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)
                 and text[start:end] == comp.get("text")):
@@ -49,7 +59,7 @@ def check_record(bad: Bad, rec: dict, text: str, where: str, judged: Sequence[st
 
 
 def read_records(path: Path, sentences: Mapping[int, S], *, text_of: Callable[[S], str], name_of: Callable[[int], str],
-                 what: str, judged: Sequence[str], components_of: Mapping[str, Sequence[str]],
+                 what: str, judged: Sequence[str], components: Sequence[str],
                  extra: Optional[Callable[[Bad, dict], None]] = None) -> Dict[int, dict]:
     """The records of ``path`` by their ``line``, each checked by
     :func:`check_record` (and ``extra``) against the sentence ``sentences``
@@ -70,7 +80,7 @@ def read_records(path: Path, sentences: Mapping[int, S], *, text_of: Callable[[S
             raise bad(f"'line' {line!r} is not {what}")
         if line in records:
             raise bad(f"{name_of(line)} is annotated twice")
-        check_record(bad, rec, text_of(sent), name_of(line), judged, components_of)
+        check_record(bad, rec, text_of(sent), name_of(line), judged, components)
         if extra is not None:
             extra(bad, rec)
         records[line] = rec
@@ -83,11 +93,6 @@ def char_components(doc: Doc, spans: Iterable[Tuple[str, int, int]]) -> list:
     kept once."""
     comps = [doc.char_span(s, e, label=lab, alignment_mode="expand") for lab, s, e in spans]
     return list({(c.label_, c.start, c.end): c for c in comps if c is not None}.values())
-
-
-def set_char_components(doc: Doc, spans: Iterable[Tuple[str, int, int]]) -> None:
-    """:func:`char_components` as the doc's component spans."""
-    doc.spans[COMPONENTS_KEY] = char_components(doc, spans)
 
 
 def whole_doc_spans(doc: Doc, labels: Iterable[str]) -> list:

@@ -34,7 +34,7 @@ from spacy.vocab import Vocab
 from .. import taxonomy as tx
 from ..errors import CorpusFormatError
 from .docbin import ANNOTATED_KEY, mark_single_sentence, write_docbin
-from .sentence_records import char_components, read_records, whole_doc_spans
+from .sentence_records import char_components, components_of, read_records, whole_doc_spans
 
 LABELS = ("simile", "literal")
 COMPARATOR_CHAR = "像"
@@ -47,7 +47,7 @@ ANNOTATED = {
     "components": ["comparator", "tenor", "vehicle"],
 }
 HYPERBOLE = "hyperbole"
-HYPERBOLE_COMPONENTS = ("hyperbole_object", "hyperbole_content")
+HYPERBOLE_COMPONENTS = components_of(HYPERBOLE)
 #: Split -> file of our hyperbole annotation in ``annotations/simile-hyperbole``.
 HYPERBOLE_FILES = {"train": "train.jsonl"}
 #: What a sentence with a hyperbole record annotates.
@@ -180,7 +180,7 @@ def read_hyperbole_annotations(path: Path, sentences: Dict[int, SimileSentence])
 
     return read_records(path, sentences, text_of=sentence_text, name_of=lambda line: f"the sentence at line {line}",
                         what="the label line of a sentence of this split", judged=(HYPERBOLE,),
-                        components_of={HYPERBOLE: HYPERBOLE_COMPONENTS}, extra=forms_and_contents)
+                        components=HYPERBOLE_COMPONENTS, extra=forms_and_contents)
 
 
 def _add_hyperbole(doc: Doc, record: dict, components: List[Span]) -> None:
