@@ -63,6 +63,36 @@ def convert_pse_i_cerd_cmd(
     msg.table(rows, header=("count", *stats), title=f"PSE-I CERD annotations -> {output_dir}", divider=True)
 
 
+@convert_app.command("configure")
+def convert_configure_cmd(
+    path: Path = typer.Argument(..., exists=True, dir_okay=False, help="A ConFiguRe JSON file (../shared/data/configure/valid.json)"),
+    output_dir: Path = typer.Argument(..., help="Writes train.spacy and dev.spacy here (or <file stem>.spacy with --no-split)"),
+    split: Optional[Path] = typer.Option(Path("configs/configure_split.json"), "--split", "-s", help="The works of each part"),
+    no_split: bool = typer.Option(False, "--no-split", help="One DocBin of the whole file (a held-out split)"),
+) -> None:
+    """ConFiguRe passages -> one Doc per passage (characters) with its
+    figurative units in doc.spans["figurative_units"], split by work."""
+    from dataclasses import asdict
+
+    import spacy
+
+    from wasabi import msg
+
+    from ..corpora.configure import convert_configure
+    from ..errors import CorpusFormatError
+    from ..taxonomy import CONFIGURE_FIGURES
+
+    try:
+        stats = convert_configure(path, output_dir, spacy.blank("zh"), None if no_split else split)
+    except (CorpusFormatError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    rows = {
+        part: {**{k: v for k, v in asdict(s).items() if k != "per_label"}, **{lab: s.per_label.get(lab, 0) for lab in CONFIGURE_FIGURES}}
+        for part, s in stats.items()
+    }
+    _print_table(f"ConFiguRe -> {output_dir}", rows)
+
+
 @app.command("annotation-agreement")
 def annotation_agreement_cmd(
     first: Path = typer.Argument(..., exists=True, dir_okay=False, help="First annotation pass (JSONL)"),
