@@ -266,3 +266,52 @@ def test_transformers_backend_errors(tiny_path, tmp_path):
     assert all(not c.ok and "prompt too long" in c.error for x in out for c in x)
     with pytest.raises(OSError, match=r"\[R006\]"):
         TransformersBackend(str(tmp_path / "missing")).chat(CONV)
+
+
+def _leaks(text: str, secret: str, min_len: int = 8) -> bool:
+    """True when any run of ``min_len`` or more characters of ``secret`` is in ``text``."""
+    return any(secret[i:i + min_len] in text for i in range(len(secret) - min_len + 1))
+
+
+@pytest.mark.parametrize("raw_key", [SECRET + "\n", " " + SECRET + "\r\n", SECRET + "\t"])
+def test_key_with_surrounding_whitespace_is_stripped_and_never_leaks(monkeypatch, caplog, raw_key):
+    # `$(cat keyfile)` keeps no newline, but `$'...\n'`, an env file or a
+    # secrets manager can: the key is sent stripped, and no form of it
+    # (raw, JSON-escaped, repr-escaped) survives in an error or a log line.
+    import json
+
+    monkeypatch.setenv(ENV, raw_key)
+    echoed = f'{{"error": "invalid key Bearer {json.dumps(raw_key)[1:-1]} / {raw_key!r} / {raw_key}"}}'
+    with FakeOpenAIServer(default=status(401, body=echoed)) as srv:
+        with caplog.at_level(logging.DEBUG):
+            out = make_backend(srv, max_retries=0).chat(CONV)
+    assert srv.requests[0].headers["Authorization"] == f"Bearer {SECRET}"
+    err = out[0][0].error
+    assert "HTTP 401" in err and "***" in err
+    assert not _leaks(err, SECRET) and not _leaks(caplog.text, SECRET)
+
+
+def test_key_straddling_the_error_body_cut_never_leaks(api_key, caplog):
+    # The body is cut to ERROR_BODY_CHARS for the message: redaction runs on
+    # the whole body first, so a key across the cut leaves no prefix behind.
+    from spacy_rhetoric.llm.openai_compatible import ERROR_BODY_CHARS
+
+    for offset in (ERROR_BODY_CHARS - len(SECRET) + 1, ERROR_BODY_CHARS - 10, ERROR_BODY_CHARS - 1):
+        body = "x" * offset + SECRET + "y" * 50
+        with FakeOpenAIServer(default=status(400, body=body)) as srv:
+            with caplog.at_level(logging.DEBUG):
+                out = make_backend(srv, max_retries=0).chat(CONV)
+        err = out[0][0].error
+        assert "HTTP 400" in err
+        assert not _leaks(err, SECRET, min_len=6), offset
+    assert not _leaks(caplog.text, SECRET, min_len=6)
+
+
+def test_redact_covers_every_form_of_a_secret():
+    from spacy_rhetoric.llm.redaction import redact
+
+    key = "sk-live-ABCDEF123456\n"
+    for form in (key, key.strip(), repr(key)[1:-1], "sk-live-ABCDEF123456\\n", "sk-live-ABCDEF123456%0A"):
+        assert "ABCDEF" not in redact(f"header: Bearer {form} end", [key])
+    assert redact("nothing secret here", [key]) == "nothing secret here"
+    assert redact("abc", ["", None, "ab"]) == "abc"  # empty and too-short values are ignored

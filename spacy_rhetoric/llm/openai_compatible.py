@@ -14,9 +14,11 @@ implement ``POST {base_url}/chat/completions``. Registered as
     concurrency = 4
 
 Secrets: only the *name* of the environment variable is part of the config.
-The key is read from the environment for each request, is never stored on the
-backend object, and is removed from every error message and log line (a
-server may echo request headers in an error body).
+The key is read from the environment for each request, stripped of the
+whitespace around it, never stored on the backend object, and removed in
+every form (:mod:`spacy_rhetoric.llm.redaction`) from every error message and
+log line, before the message is cut to length (a server may echo request
+headers in an error body).
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ import httpx
 
 from ..errors import RequestFailed
 from .base import Completion, Message, registry
+from .redaction import clean_secret
+from .redaction import redact as _redact_all
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +47,9 @@ ERROR_BODY_CHARS = 300
 
 
 def redact(text: str, secret: Optional[str]) -> str:
-    """Return ``text`` with every occurrence of ``secret`` replaced by ``***``."""
-    if secret and text:
-        return text.replace(secret, "***")
-    return text
+    """Return ``text`` with every form of ``secret`` (raw, stripped, escaped;
+    :func:`spacy_rhetoric.llm.redaction.secret_forms`) replaced by ``***``."""
+    return _redact_all(text, [secret])
 
 
 class OpenAICompatibleBackend:
@@ -146,14 +149,18 @@ class OpenAICompatibleBackend:
     def _api_key(self) -> Optional[str]:
         if not self.api_key_env:
             return None
-        key = os.environ.get(self.api_key_env)
+        raw = os.environ.get(self.api_key_env)
+        try:
+            key = clean_secret(raw)
+        except ValueError as err:
+            raise ValueError(f"environment variable {self.api_key_env}: {err}") from None
         if not key and not self._warned_no_key:
             logger.warning(
                 "Environment variable %s is not set; sending requests without an API key.",
                 self.api_key_env,
             )
             self._warned_no_key = True
-        return key or None
+        return key
 
     def _answer(
         self,
@@ -200,7 +207,7 @@ class OpenAICompatibleBackend:
         last_error = "no attempt made"
         for attempt in range(self.max_retries + 1):
             try:
-                return self._request_once(client, headers, body, attempt + 1)
+                return self._request_once(client, headers, body, attempt + 1, key)
             except RequestFailed as err:
                 last_error = redact(str(err), key)
                 if not err.retry or attempt == self.max_retries:
@@ -219,16 +226,17 @@ class OpenAICompatibleBackend:
         return min(self.max_backoff, wait * (1.0 + 0.25 * random.random()))
 
     def _request_once(
-        self, client: httpx.Client, headers: Dict[str, str], body: Dict[str, Any], attempt: int
+        self, client: httpx.Client, headers: Dict[str, str], body: Dict[str, Any], attempt: int,
+        key: Optional[str] = None,
     ) -> List[Completion]:
         try:
             resp = client.post(self.url, json=body, headers=headers)
         except httpx.TimeoutException:
             raise RequestFailed(f"timeout after {self.timeout:g} s", retry=True)
         except httpx.TransportError as err:
-            raise RequestFailed(f"connection error: {type(err).__name__}: {err}", retry=True)
+            raise RequestFailed(redact(f"connection error: {type(err).__name__}: {err}", key), retry=True)
         if resp.status_code != 200:
-            raise self._http_error(resp)
+            raise self._http_error(resp, key)
         try:
             data = resp.json()
             choices = data["choices"]
@@ -237,14 +245,15 @@ class OpenAICompatibleBackend:
         except (ValueError, KeyError, TypeError) as err:
             raise RequestFailed(
                 f"malformed response from server ({type(err).__name__}: {err}): "
-                f"{resp.text[:ERROR_BODY_CHARS]!r}",
+                f"{redact(resp.text, key)[:ERROR_BODY_CHARS]!r}",
                 retry=False,
             )
         return [self._completion(choice, data, attempt) for choice in choices]
 
-    def _http_error(self, resp: httpx.Response) -> RequestFailed:
+    def _http_error(self, resp: httpx.Response, key: Optional[str] = None) -> RequestFailed:
         status = resp.status_code
-        message = f"HTTP {status}: {resp.text[:ERROR_BODY_CHARS]}"
+        # redacted whole, then cut: a key across the cut must not leave its prefix
+        message = f"HTTP {status}: {redact(resp.text, key)[:ERROR_BODY_CHARS]}"
         if status in (401, 403) and self.api_key_env:
             message += f" (is the environment variable {self.api_key_env} set to a valid key?)"
         wait = None

@@ -77,8 +77,6 @@ or logs.
 from __future__ import annotations
 
 import logging
-import os
-import re
 import threading
 import traceback
 from contextlib import nullcontext
@@ -94,6 +92,8 @@ from spacy.language import Language
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..analysis_io import InputDoc
+from ..llm.redaction import environment_secrets
+from ..llm.redaction import redact as redact_secrets
 from ..records import SCHEMA, model_info, single_torch_thread
 from ..pipeline import load_pipeline
 from ..taxonomy import REQUEST_OBJECT
@@ -103,7 +103,6 @@ logger = logging.getLogger("spacy_rhetoric.serve")
 
 DEFAULT_MAX_CHARS = 100_000
 STATIC_DIR = Path(__file__).parent / "static"
-_SECRET_NAME = re.compile(r"API_KEY|TOKEN|SECRET", re.IGNORECASE)
 
 
 class ServiceError(Exception):
@@ -195,19 +194,15 @@ def build_generator(config: Union[str, Path]) -> Any:
 
 
 def secret_values(generator: Any = None) -> List[str]:
-    """Values that must never appear in an answer or a log line."""
-    names = {name for name in os.environ if _SECRET_NAME.search(name)}
+    """Values that must never appear in an answer or a log line: those of the
+    environment variables named like secrets and of the backend's key."""
     key_env = getattr(getattr(generator, "backend", None), "api_key_env", None)
-    if key_env:
-        names.add(key_env)
-    values = [os.environ.get(n, "") for n in names]
-    return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)
+    return environment_secrets([key_env])
 
 
 def redact(text: str, generator: Any = None) -> str:
-    for value in secret_values(generator):
-        text = text.replace(value, "***")
-    return text
+    """``text`` without any form of any secret (:mod:`spacy_rhetoric.llm.redaction`)."""
+    return redact_secrets(text, secret_values(generator))
 
 
 # --- the app ---------------------------------------------------------------------------
