@@ -54,6 +54,7 @@ import codecs
 import contextlib
 import json
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -203,6 +204,37 @@ def read_pse_essay(path: Path) -> str:
 # --- inputs and ids -----------------------------------------------------------
 
 
+class UnreadableFolder:
+    """A folder below a folder argument that could not be listed
+    (``os.walk``'s error, e.g. no read permission): an input of its own,
+    whose reading raises that error, so that it gets a ``read_error``
+    record instead of being skipped. ``str()`` is its path."""
+
+    __slots__ = ("path", "error")
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path, self.error = path, error
+
+    @property
+    def stem(self) -> str:
+        return self.path.name
+
+    def relative_to(self, other: Path) -> Path:
+        return self.path.relative_to(other)
+
+    def as_posix(self) -> str:
+        return self.path.as_posix()
+
+    def resolve(self) -> Path:
+        return self.path.resolve()
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"UnreadableFolder({str(self.path)!r})"
+
+
 def _folder_files(folder: Path, split: Optional[str]) -> List[Path]:
     if split is not None:
         from .corpora.pse_i import read_splits
@@ -213,7 +245,15 @@ def _folder_files(folder: Path, split: Optional[str]) -> List[Path]:
         if split not in splits:
             raise ValueError(f"unknown split {split!r}; {folder / 'splits.json'} has {sorted(splits)}")
         return [folder / "xml" / name for name in splits[split]]
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in INPUT_SUFFIXES)
+    found: List[Union[Path, UnreadableFolder]] = []
+
+    def unreadable(err: OSError) -> None:
+        found.append(UnreadableFolder(Path(err.filename) if err.filename else folder, err))
+
+    for root, _, names in os.walk(folder, onerror=unreadable):
+        found.extend(Path(root) / name for name in names
+                     if Path(name).suffix.lower() in INPUT_SUFFIXES and (Path(root) / name).is_file())
+    return sorted(found, key=lambda f: f.path if isinstance(f, UnreadableFolder) else f)
 
 
 def expand_inputs(paths: Sequence[Union[str, Path]], split: Optional[str] = None) -> List[Tuple[str, Union[Path, str]]]:
@@ -247,6 +287,26 @@ def expand_inputs(paths: Sequence[Union[str, Path]], split: Optional[str] = None
                 seen.add(key)
                 found.append((file, [file.stem, rel, file.as_posix()]))
     return list(zip(_unique_ids([c for _, c in found]), (f for f, _ in found)))
+
+
+def refuse_input_as_output(output: Union[str, Path, IO[str]], inputs: Sequence[Tuple[str, Any]]) -> None:
+    """ValueError when the file ``output`` is one of the ``inputs`` (from
+    :func:`expand_inputs`): the same path, or a symbolic or hard link to
+    it (``os.path.samefile``: the same device and inode). Called before
+    anything is written, so the input is left as it was. An open file,
+    ``"-"`` and an output that does not exist yet pass."""
+    if hasattr(output, "write") or str(output) == "-" or not os.path.exists(output):
+        return
+    for _, source in inputs:
+        if isinstance(source, UnreadableFolder) or str(source) == "-":
+            continue
+        try:
+            same = os.path.samefile(output, source)
+        except OSError:
+            continue
+        if same:
+            raise ValueError(f"the output {output} is the input {source}; writing it would destroy the input: "
+                             "choose another --output")
 
 
 def _unique_ids(candidates: List[List[str]]) -> List[str]:
@@ -283,6 +343,8 @@ def read_input(doc_id: str, source: Union[Path, str], *, encoding: str = "auto",
             return InputDoc(doc_id, None, stream.read(), None)
         text, codec = decode_text(buffer.read(), encoding, "<stdin>")
         return InputDoc(doc_id, None, text, codec)
+    if isinstance(source, UnreadableFolder):
+        raise source.error
     path = Path(source)
     if path.suffix.lower() == ".xml":
         return InputDoc(doc_id, str(path), read_pse_essay(path), None)
@@ -300,7 +362,8 @@ def error_of(err: BaseException) -> Dict[str, str]:
         return {"type": "format_error", "message": str(err)}
     if isinstance(err, OSError):
         where = f"{err.filename}: " if err.filename else ""
-        return {"type": "read_error", "message": f"{where}{err.strerror or err}"}
+        what = "folder cannot be listed: " if os.path.isdir(err.filename or "") else ""
+        return {"type": "read_error", "message": f"{where}{what}{err.strerror or err}"}
     return {"type": "read_error", "message": f"{type(err).__name__}: {err}"}
 
 
@@ -330,6 +393,28 @@ def iter_inputs(
             if errors == "raise":
                 raise
             yield InputDoc(doc_id, None if source == "-" else str(source), "", None, error_of(err))
+
+
+# --- messages -------------------------------------------------------------------------
+
+#: Characters that move the cursor, end a line, or reorder what a terminal
+#: shows: C0 and C1 controls, DEL, the Unicode line and paragraph separators
+#: and the bidirectional embeddings, overrides and isolates.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on one terminal line: each character of
+    :data:`_UNPRINTABLE` (controls, line breaks, escape sequences, bidi
+    overrides) replaced by its Python escape (``\\x1b``, ``\\n``,
+    ``\\u202e``), everything else kept, so a file name cannot forge a line
+    or recolour the terminal."""
+    return _UNPRINTABLE.sub(lambda m: _escape(m.group()), text)
+
+
+def _escape(char: str) -> str:
+    escaped = repr(char)[1:-1]
+    return escaped if escaped != char else f"\\u{ord(char):04x}"
 
 
 # --- JSONL output and --resume -----------------------------------------------------
@@ -475,6 +560,6 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-__all__ = ["DocumentError", "ERROR_TYPES", "InputDoc", "JsonlState", "JsonlWriter", "check_encoding", "decode_text",
-           "error_of", "expand_inputs", "expand_paths", "iter_inputs", "read_input", "read_pse_essay", "read_text",
-           "read_text_file", "scan_jsonl", "write_atomic"]
+__all__ = ["DocumentError", "ERROR_TYPES", "InputDoc", "JsonlState", "JsonlWriter", "UnreadableFolder", "check_encoding",
+           "decode_text", "error_of", "expand_inputs", "expand_paths", "iter_inputs", "printable", "read_input",
+           "read_pse_essay", "read_text", "read_text_file", "refuse_input_as_output", "scan_jsonl", "write_atomic"]

@@ -225,14 +225,15 @@ def analyze(
     (ids already in the output) and ``"skipped_failed"`` (of those, error
     records), and the counts ``"sentences"``, ``"device_sentences"``,
     ``"components"``, ``"parallelisms"`` of this run's records. Raises
-    ValueError for a bad option or an output that cannot be resumed,
-    FileNotFoundError for a missing input, OSError when the pipeline cannot
+    ValueError for a bad option, an output that cannot be resumed or an
+    output that is one of the inputs (the same file, or a link to it; checked
+    before anything is written), FileNotFoundError for a missing input, OSError when the pipeline cannot
     be loaded, RuntimeError when the Ray engine fails.
     """
     from tqdm import tqdm
 
     from . import engines
-    from .analysis_io import JsonlWriter, check_encoding, expand_inputs, scan_jsonl, write_atomic
+    from .analysis_io import JsonlWriter, check_encoding, expand_inputs, refuse_input_as_output, scan_jsonl, write_atomic
 
     if fmt not in ("jsonl", "html"):
         raise ValueError(f"unknown format {fmt!r}; use jsonl or html")
@@ -245,6 +246,7 @@ def analyze(
     if engine == "ray" and not isinstance(model, str):
         raise ValueError("the ray engine needs the pipeline as a package name or folder, not a loaded Language")
     inputs = expand_inputs(paths, split)
+    refuse_input_as_output(output, inputs)  # before anything is written
     state = scan_jsonl(output) if resume else None  # type: ignore[arg-type]
     todo = [(i, src) for i, src in inputs if i not in state.done] if state else inputs
     nlp: Optional[Language] = None

@@ -17,6 +17,7 @@ its largest finished child process, in MiB.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
 import statistics
@@ -126,10 +127,19 @@ def benchmark_pipelines(
     batch_size: int = 4,
     repeat: int = 5,
     gold_words: Optional[int] = None,
+    competing_load: int = 0,
+    competing_pin: Optional[int] = None,
+    components: bool = True,
 ) -> Dict[str, Any]:
     """Speed of each pipeline in ``models`` over ``texts``, timed in turn
     (every round times each model once per setting, so machine drift hits
     them alike).
+
+    ``competing_load``: that many busy processes (:class:`CompetingLoad`,
+    pinned to CPU ``competing_pin`` if given) run during the timed rounds,
+    not during loading and warm-up; the result records them and the load
+    average before and after the rounds. ``components=False`` skips the
+    per-component timing (one pass fewer per round).
 
     Per model: the load time (s); per ``n_process`` setting the best and
     median of ``repeat`` passes in seconds, words/s and characters/s, and
@@ -155,15 +165,19 @@ def benchmark_pipelines(
         results.append({"model": str(model), "name": f"{nlp.lang}_{nlp.meta.get('name', '')}",
                         "version": nlp.meta.get("version"), "pipeline": list(nlp.pipe_names),
                         "load_seconds": load, "_runs": {n: [] for n in settings}, "_tok": [], "_comp": []})
-    for _ in range(repeat):
-        for nlp, result in zip(pipelines, results):
-            result["_tok"].append(time_tokenizer(nlp, texts))
-            result["_comp"].append(time_components(nlp, texts, batch_size))
-            for n in settings:
-                seconds, result["words"] = time_pipe(nlp, texts, n, batch_size)
-                result["_runs"][n].append(seconds)
-                rss = peak_rss_mib()
-                result.setdefault("_rss", {})[n] = (rss["self"], rss["children"])
+    load_before = _load_average()
+    with CompetingLoad(competing_load, competing_pin):
+        for _ in range(repeat):
+            for nlp, result in zip(pipelines, results):
+                result["_tok"].append(time_tokenizer(nlp, texts))
+                if components:
+                    result["_comp"].append(time_components(nlp, texts, batch_size))
+                for n in settings:
+                    seconds, result["words"] = time_pipe(nlp, texts, n, batch_size)
+                    result["_runs"][n].append(seconds)
+                    rss = peak_rss_mib()
+                    result.setdefault("_rss", {})[n] = (rss["self"], rss["children"])
+        load_after = _load_average()
     for result in results:
         n_words = result["words"]
         result["rows"] = add_process_speedups(
@@ -171,12 +185,15 @@ def benchmark_pipelines(
               "peak_rss_mib_self": result["_rss"][n][0], "peak_rss_mib_children": result["_rss"][n][1]}
              for n in settings])
         result["tokenizer"] = _summary(result.pop("_tok"), n_words, chars)
-        comp = {name: statistics.median(run[name] for run in result["_comp"]) for name in result["_comp"][0]}
+        comp = {name: statistics.median(run[name] for run in result["_comp"]) for name in result["_comp"][0]} \
+            if result["_comp"] else {}
         total = sum(comp.values())
         result["components"] = {name: {"seconds_median": sec, "share": sec / total} for name, sec in comp.items()}
         del result["_runs"], result["_rss"], result["_comp"]
     return {
         "docs": len(texts), "chars": chars, "gold_words": gold_words, "batch_size": batch_size, "repeat": repeat,
+        "competing_load": {"processes": competing_load, "pinned_to_cpu": competing_pin},
+        "load_average": {"before": load_before, "after": load_after},
         "machine": {"python": platform.python_version(), "processor": platform.machine(), "cpu_count": _cpu_count()},
         "results": results,
     }
@@ -269,6 +286,137 @@ def benchmark_versus(
             "batch_size": batch_size, "machine": {"python": platform.python_version(), "processor": platform.machine(),
                                                   "cpu_count": _cpu_count()},
             "sides": summary, "runs": runs}
+
+
+class CompetingLoad:
+    """``n`` processes busy on the CPU (``python -c "while True: pass"``)
+    for the duration of a ``with`` block: the other work of a shared
+    machine, a server or a browser beside the pipeline. Each process is
+    started at ``__enter__`` and killed at ``__exit__``; ``pin`` (a CPU
+    number) pins them all to that core (``taskset``-like, Linux only),
+    None leaves them to the scheduler."""
+
+    def __init__(self, n: int = 1, pin: Optional[int] = None) -> None:
+        if n < 0:
+            raise ValueError(f"competing load must be >= 0 processes, got {n}")
+        self.n, self.pin = n, pin
+        self._procs: List[Any] = []
+
+    def __enter__(self) -> "CompetingLoad":
+        import subprocess
+        import sys
+
+        for _ in range(self.n):
+            proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            self._procs.append(proc)
+            if self.pin is not None and hasattr(os, "sched_setaffinity"):
+                os.sched_setaffinity(proc.pid, {self.pin})
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for proc in self._procs:
+            proc.kill()
+        for proc in self._procs:
+            proc.wait()
+        self._procs = []
+
+
+def _load_average() -> Optional[List[float]]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):  # pragma: no cover - not on Unix
+        return None
+
+
+def long_text(pse_dir: Union[str, Path], chars: int, splits: Optional[Sequence[str]] = None) -> str:
+    """A text of exactly ``chars`` characters made of real PSE-I essays
+    (each one's paragraphs joined by ``\\n``, essays joined by ``\\n``),
+    taken from ``splits`` in order and repeated from the first one if the
+    corpus is shorter; the last essay is cut. Raises ValueError when the
+    splits hold no text."""
+    parts: List[str] = []
+    total = 0
+    for split in splits or SPLIT_ORDER:
+        for text in pse_test_texts(pse_dir, split)["texts"]:
+            parts.append(text)
+            total += len(text) + 1
+            if total >= chars:
+                return "\n".join(parts)[:chars]
+    if not parts:
+        raise ValueError(f"no PSE-I essays in {pse_dir}")
+    whole = "\n".join(parts)
+    return ((whole + "\n") * (chars // (len(whole) + 1) + 1))[:chars]
+
+
+def benchmark_memory(
+    model: Union[str, Path],
+    pse_dir: Union[str, Path],
+    *,
+    sizes: Sequence[int] = (100_000, 500_000, 1_000_000),
+    n_process: int = 1,
+    max_length: Optional[int] = None,
+    workdir: Union[str, Path],
+    extra_args: Sequence[str] = (),
+) -> Dict[str, Any]:
+    """Peak memory of ``rhetoric analyze`` on one long document per size in
+    ``sizes`` (characters; :func:`long_text`, real PSE-I essays joined):
+    each size is written to a UTF-8 file in ``workdir`` and analysed by
+    ``python -m spacy_rhetoric analyze FILE -m MODEL -o OUT --no-progress
+    [--n-process N] [--max-length L] [extra_args]`` in its own process.
+
+    Peak RSS is the ``ru_maxrss`` that ``os.wait4`` reports for that
+    process: the largest resident set of the process and of each of its
+    worker processes (MiB), measured by the kernel, not sampled. Also per
+    size: wall seconds, exit code, the record's sentence count (or its
+    error type) and the last line of stderr. Raises ValueError for no
+    sizes; a run that fails is reported (``returncode``), not raised.
+    """
+    import subprocess
+    import sys
+
+    if not sizes:
+        raise ValueError("no sizes to measure")
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    load_before = _load_average()
+    for chars in sizes:
+        text = long_text(pse_dir, chars)
+        src, out = workdir / f"long_{chars}.txt", workdir / f"long_{chars}.jsonl"
+        src.write_text(text, encoding="utf8")
+        cmd = [sys.executable, "-m", "spacy_rhetoric", "analyze", str(src), "-m", _model_arg(model), "-o", str(out),
+               "--no-progress", "--n-process", str(n_process), *(["--max-length", str(max_length)] if max_length else []),
+               *extra_args]
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=workdir)
+        assert proc.stderr is not None
+        stderr = proc.stderr.read().decode("utf8", "replace")
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - start
+        record: Dict[str, Any] = {}
+        if out.exists() and out.stat().st_size:
+            with out.open(encoding="utf8") as fh:
+                record = json.loads(fh.readline())
+        rows.append({"chars": chars, "returncode": proc.returncode, "seconds": seconds,
+                     "peak_rss_mib": usage.ru_maxrss / 1024,
+                     "sentences": len(record.get("sentences", [])) if "error" not in record else None,
+                     "error": (record.get("error") or {}).get("type"),
+                     "stderr_last": (stderr.strip().splitlines() or [""])[-1]})
+        src.unlink()
+        out.unlink(missing_ok=True)
+    return {"model": str(model), "n_process": n_process, "max_length": max_length, "extra_args": list(extra_args),
+            "load_average_before": load_before, "load_average_after": _load_average(), "machine": {"python": platform.python_version(),
+                                                    "processor": platform.machine(), "cpu_count": _cpu_count(),
+                                                    "memory_gib": _memory_gib()},
+            "rows": rows}
+
+
+def _memory_gib() -> Optional[float]:
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not on Unix
+        return None
 
 
 def _cpu_count() -> int:

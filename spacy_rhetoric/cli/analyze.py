@@ -30,12 +30,14 @@ def analyze_cmd(
 
     A document that cannot be read or analysed gets an error record; the
     others are analysed, and the command exits 1 if any failed. Messages
-    go to stderr, one line each, never wrapped.
+    go to stderr, one line each, never wrapped, with control characters
+    (of file names, say) escaped.
     """
+    from ..analysis_io import printable
     from ..analyze import analyze
 
     def say(message: str) -> None:
-        typer.echo(message, err=True)
+        typer.echo(printable(message), err=True)
 
     try:
         totals = analyze(paths, output, model=model, fmt=fmt.lower(), n_process=n_process, batch_size=batch_size,

@@ -60,12 +60,17 @@ def benchmark_pipeline_cmd(
     n_process: List[int] = N_PROCESS,
     batch_size: int = BATCH_SIZE,
     repeat: int = typer.Option(5, "--repeat", min=1, help="Rounds; each round times every model once per setting, in turn (best and median are reported)"),
+    limit: int = typer.Option(0, "--limit", min=0, help="Only the first N essays of the split (0: all)"),
+    competing_load: int = typer.Option(0, "--competing-load", min=0, help="Busy processes (python -c 'while True: pass') started for the timed rounds and stopped after them"),
+    competing_pin: Optional[int] = typer.Option(None, "--competing-pin", min=0, help="Pin the busy processes to this CPU (default: not pinned)"),
+    components: bool = typer.Option(True, "--components/--no-components", help="Also time each component on its own"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the results as JSON here"),
 ) -> None:
     """Whole-pipeline speed on PSE-I essays: words/s and characters/s with 1
     and N processes (best and median), the tokenizer alone (the limit),
     each component's share, peak RSS and load time; several models are
-    timed in turn and compared with the first."""
+    timed in turn and compared with the first. With --competing-load, the
+    timed rounds share the machine with that many busy processes."""
     import srsly
     from wasabi import msg
 
@@ -73,8 +78,11 @@ def benchmark_pipeline_cmd(
 
     try:
         data = pse_test_texts(pse_dir, split)
-        result = benchmark_pipelines(model, data["texts"], n_processes=n_process, batch_size=batch_size,
-                                     repeat=repeat, gold_words=data["gold_words"])
+        texts = data["texts"][:limit] if limit else data["texts"]
+        gold_words = data["gold_words"] if not limit else None
+        result = benchmark_pipelines(model, texts, n_processes=n_process, batch_size=batch_size,
+                                     repeat=repeat, gold_words=gold_words, competing_load=competing_load,
+                                     competing_pin=competing_pin, components=components)
     except (ValueError, OSError) as err:
         msg.fail(str(err), exits=1)
     runs = result["results"]
@@ -89,11 +97,48 @@ def benchmark_pipeline_cmd(
                          f"{row['peak_rss_mib_self']:.0f} / {row['peak_rss_mib_children']:.0f}"))
     msg.table(rows, header=("model", "n_process", "seconds best / median", "words/s", "chars/s", "speed vs first",
                             "vs fewest processes best / median", "peak RSS MiB self / child"), divider=True,
-              title=f"{result['docs']} PSE-I {split} essays ({result['chars']} chars, {data['gold_words']} gold words), {repeat} rounds")
+              title=f"{result['docs']} PSE-I {split} essays ({result['chars']} chars, {gold_words or '-'} gold words), {repeat} rounds, "
+                    f"{competing_load} competing busy process(es), load average {result['load_average']['before']} -> "
+                    f"{result['load_average']['after']}")
     limits = [(run["model"], f"{run['load_seconds']:.1f}", f"{run['tokenizer']['chars_per_second_best']:.0f}",
-               "  ".join(f"{name} {c['share']:.0%}" for name, c in run["components"].items())) for run in runs]
+               "  ".join(f"{name} {c['share']:.0%}" for name, c in run["components"].items()) or "-") for run in runs]
     msg.table(limits, header=("model", "load s", "tokenizer alone chars/s (best)", "share of one-process time (median)"),
               divider=True)
+    if output:
+        srsly.write_json(output, result)
+        msg.good(f"wrote {output}")
+
+
+@benchmark_app.command("memory")
+def benchmark_memory_cmd(
+    model: str = typer.Option("zh_rhetoric", "--model", "-m", help="Installed pipeline name or pipeline folder"),
+    pse_dir: Path = PSE_DIR,
+    chars: List[int] = typer.Option([100_000, 500_000, 1_000_000], "--chars", min=1, help="Characters of the long document (repeatable)"),
+    n_process: int = typer.Option(1, "--n-process", min=1, help="--n-process of the analyze runs"),
+    max_length: Optional[int] = typer.Option(None, "--max-length", min=1, help="--max-length of the analyze runs"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the results as JSON here"),
+) -> None:
+    """Peak RSS of `rhetoric analyze` on one long document (real PSE-I essays
+    joined) per size: each run in its own process, its peak resident set
+    and its workers' as the kernel reports them (wait4), in MiB."""
+    import tempfile
+
+    import srsly
+    from wasabi import msg
+
+    from ..benchmark import benchmark_memory
+
+    with tempfile.TemporaryDirectory() as workdir:
+        try:
+            result = benchmark_memory(model, pse_dir, sizes=chars, n_process=n_process, max_length=max_length,
+                                      workdir=workdir)
+        except (ValueError, OSError) as err:
+            msg.fail(str(err), exits=1)
+    rows = [(r["chars"], f"{r['peak_rss_mib']:.0f}", f"{r['seconds']:.1f}", r["returncode"],
+             r["sentences"] if r["error"] is None else r["error"]) for r in result["rows"]]
+    msg.table(rows, header=("characters", "peak RSS MiB", "seconds", "exit code", "sentences / error"), divider=True,
+              title=f"rhetoric analyze -m {model} --n-process {n_process}, one long document, load average "
+                    f"{result['load_average_before']} -> {result['load_average_after']}")
     if output:
         srsly.write_json(output, result)
         msg.good(f"wrote {output}")
