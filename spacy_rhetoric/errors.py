@@ -45,6 +45,14 @@ class Errors(metaclass=ErrorsWithCodes):
     R017 = "{path} has no {member}: is it the right package version?"
     R018 = ("lead must be one of {leads}, got {value!r}; a lead other than 'none' needs the "
             "completion prompt style (a chat answer is JSON and cannot be begun for the model).")
+    R019 = ("No local model folder at {path!r} (nothing is downloaded). The Gemma 3 270M asset "
+            "is built by `spacy project run generator-model`; or give a transformers model folder.")
+    R020 = ("No LoRA adapter at {path!r} (adapter_config.json missing). The project's adapter is "
+            "built by `spacy project run finetune-generator-rhetoric`; or leave the adapter out.")
+    R021 = ("No KenLM model at {path!r}. It is built by `spacy project run kenlm-model`; or set "
+            "kenlm_path to null (no fluency term).")
+    R022 = ("The language model backend answered no candidate: {reason}. Check that the server "
+            "(--base-url) or the model (--model-path) is up; the analyser was not reached.")
     # trainable components
     R101 = "'{name}' needs at least one non-empty training document to initialize."
     R102 = "Tag {tag!r} is not among the labels of '{name}'; re-initialize on this data."

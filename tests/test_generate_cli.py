@@ -57,7 +57,12 @@ def test_unusable_model_is_one_line_on_stderr(models, tmp_path):
     _, base = models
     missing = runner.invoke(app, ["generate", "--rhetoric", "metaphor", "--object", "月光", "--model-path", str(tmp_path / "none")])
     assert missing.exit_code == 1 and len(missing.stderr.splitlines()) == 1
-    assert "R006" in missing.stderr and "Traceback" not in missing.stderr
+    assert "R019" in missing.stderr and "spacy project run generator-model" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    no_adapter = runner.invoke(app, ["generate", "--rhetoric", "metaphor", "--object", "月光", "--model-path", str(base),
+                                     "--adapter-path", str(tmp_path / "adapter")])
+    assert no_adapter.exit_code == 1 and len(no_adapter.stderr.splitlines()) == 1
+    assert "spacy project run finetune-generator-rhetoric" in no_adapter.stderr
     forced = runner.invoke(app, ["generate", "--rhetoric", "metaphor", "--object", "月光", "--model-path", str(base),
                                  "--prompt-style", "instruction", "--max-new-tokens", "4"])
     assert forced.exit_code == 1 and len(forced.stderr.splitlines()) == 1 and "R005" in forced.stderr
@@ -128,3 +133,13 @@ def test_time_suggestions_times_requests_of_every_device(models, tmp_path):
     assert timed["analyser"] == str(PIPELINE) and sum(timed["devices"].values()) == 4 and len(timed["devices"]) == 4
     assert sorted(timed["latency"]) == ["1", "2"]
     assert all(x["requests"] == 4 and 0 < x["p50"] <= x["p95"] for x in timed["latency"].values())
+
+
+def test_unreachable_server_fails_and_blames_the_backend(monkeypatch):
+    # Nothing listens on the discard port: every request fails to connect.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = runner.invoke(app, ["generate", "--rhetoric", "metaphor", "--object", "月光", "--base-url",
+                                 "http://127.0.0.1:9/v1", "--timeout", "1", "--n", "2", "--no-verify"])
+    assert result.exit_code == 1 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "R022" in result.stderr and "connection error" in result.stderr
+    assert "analyser did not find" not in result.stderr and not result.stdout.strip()

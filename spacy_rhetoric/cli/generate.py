@@ -6,6 +6,7 @@ from typing import List, Optional
 
 import typer
 
+from ..errors import Errors
 from ._util import app
 
 
@@ -78,7 +79,11 @@ def generate_cmd(
                              n_shots=n_shots, verify=not no_verify, analyser=None if no_verify else analyser,
                              weights=parse_weights(weights), kenlm_path=str(kenlm) if kenlm else None,
                              time_budget=time_budget, round_size=round_size, lead=lead)
+        gen.check_ready()
         result = gen.suggest(text, rhetoric, obj, n)
+        if result.candidates and all(not c.ok and not c.raw for c in result.candidates):
+            # the backend answered nothing at all: its error, not the analyser's verdict
+            raise OSError(Errors.R022.format(reason=result.candidates[0].error))
     except (ValueError, OSError) as err:
         typer.echo(f"rhetoric generate: {' '.join(str(err).split())}", err=True)
         raise typer.Exit(1)

@@ -384,6 +384,19 @@ class RhetoricGenerator:
         self._analyse: Optional[Analyse] = None
         self._kenlm: Any = None
 
+    def check_ready(self) -> None:
+        """Raise ``FileNotFoundError`` (one sentence naming the project command
+        that builds it) when an asset this generator needs is missing: the
+        backend's local model or LoRA adapter (backends with a
+        ``check_available()``), or the KenLM model of ``kenlm_path``. Cheap:
+        nothing is loaded. ``rhetoric serve`` calls it at start."""
+        check = getattr(self.backend, "check_available", None)
+        if callable(check):
+            check()
+        path = self.cfg.get("kenlm_path")
+        if path and not Path(path).is_file():
+            raise FileNotFoundError(Errors.R021.format(path=str(path)))
+
     def set_analyser(self, analyse: Optional[Analyse]) -> None:
         """Verify with ``analyse`` (``texts -> analysis records``), e.g. a
         stub in tests or the service's locked pipeline; None = back to the

@@ -23,6 +23,7 @@ under the unmodified model distribution (temperature 1).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..errors import Errors
@@ -101,11 +102,23 @@ class TransformersBackend:
         _prepare_tokenizer(tokenizer)
         return backend
 
+    def check_available(self) -> None:
+        """Raise ``FileNotFoundError`` naming the project command that builds
+        what is missing when ``model_path`` is a path that does not exist (a
+        name that is not a path is left to :meth:`load`) or ``adapter_path``
+        has no ``adapter_config.json``. Cheap: no model is loaded."""
+        if _missing_folder(self.model_path):
+            raise FileNotFoundError(Errors.R019.format(path=self.model_path))
+        if self.adapter_path and not (Path(self.adapter_path) / "adapter_config.json").is_file():
+            raise FileNotFoundError(Errors.R020.format(path=self.adapter_path))
+
     def load(self) -> None:
         """Load tokenizer, model and adapter (once). Raises ``OSError`` when
-        the model or adapter is not available locally."""
+        the model or adapter is not available locally (``FileNotFoundError``
+        naming the command that builds it, :meth:`check_available`)."""
         if self._model is not None:
             return
+        self.check_available()
         import torch
         from transformers import AutoModelForCausalLM
 
@@ -406,11 +419,24 @@ class TransformersBackend:
         return out
 
 
+def _missing_folder(model_path: str) -> bool:
+    """True when ``model_path`` is written as a path (absolute, ``./``, or
+    more than ``owner/name``) and no folder is there; a hub-style name is
+    left to the local cache lookup."""
+    path = Path(str(model_path))
+    looks_like_path = path.is_absolute() or str(model_path).startswith(".") or len(path.parts) > 2
+    return looks_like_path and not path.is_dir()
+
+
 def load_local_tokenizer(model_path: str) -> Any:
     """``AutoTokenizer`` from a local path or the local cache only. Raises
     ``OSError`` naming the path when it is not available locally (nothing is
-    ever downloaded)."""
+    ever downloaded; ``FileNotFoundError`` R019, naming the command that
+    builds the asset, for a folder that does not exist)."""
     from transformers import AutoTokenizer
+
+    if _missing_folder(model_path):
+        raise FileNotFoundError(Errors.R019.format(path=str(model_path)))
 
     try:
         return AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
