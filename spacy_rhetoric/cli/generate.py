@@ -211,7 +211,7 @@ def evaluate_suggestions_cmd(
     import json
 
     from ..evaluation.ngram_lm import load_kenlm
-    from ..evaluation.suggestions import held_out_requests, read_rows, request_rows, summarize, time_requests
+    from ..evaluation.suggestions import held_out_requests, latency_requests, read_rows, request_rows, summarize, time_requests
 
     counts = _counts(ns)
     picked = held_out_requests(requests, per_device, sample_seed)
