@@ -218,6 +218,55 @@ def convert_cmre_cmd(
     _print_table(f"CMRE -> {output_dir}", {split: {k: row.get(k, 0) for k in keys} for split, row in stats.items()})
 
 
+@convert_app.command("hypo-cn")
+def convert_hypo_cn_cmd(
+    hypo_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.1, train.0, valid.1 and valid.0"),
+    output_dir: Path = typer.Argument(..., help="Writes train.spacy and valid.spacy here"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
+    annotations: Optional[Path] = typer.Option(None, "--annotations", exists=True, file_okay=False, help="Our annotation of the training hyperboles (annotations/hypo-cn): hyperbole forms, contents, objects and contents"),
+) -> None:
+    """HYPO-cn -> one Doc per sentence: hyperbole positive (.1) or negative
+    (.0), every other label unknown; with --annotations the hyperbole forms,
+    contents and components of train.1 (spacy_rhetoric/corpora/hypo_cn.py)."""
+    from wasabi import msg
+
+    from ..corpora.cmc import default_pkuseg_model
+    from ..corpora.hypo_cn import convert_hypo_cn
+    from ..errors import CorpusFormatError
+    from ..tokenizer import make_nlp
+
+    try:
+        stats = convert_hypo_cn(hypo_dir, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()), annotations)
+    except (CorpusFormatError, FileNotFoundError) as err:
+        msg.fail(str(err), exits=1)
+    _print_table(f"HYPO-cn -> {output_dir}", stats)
+
+
+@app.command("hypo-cn-annotations")
+def hypo_cn_annotations_cmd(
+    raw_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="The annotators' sheets: first_pass_{1,2,3}.jsonl and second_pass.jsonl"),
+    hypo_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="HYPO-cn folder (train.1)"),
+    output_dir: Path = typer.Argument(..., help="Writes train.jsonl (first pass) and second_pass.jsonl here"),
+) -> None:
+    """The annotators' sheets of HYPO-cn's training hyperboles -> records with
+    character offsets and text_sha1 (annotations/hypo-cn): each span string is
+    located in its sentence, no label or span is changed; a span string that
+    does not occur is an error naming the sheet and line."""
+    from wasabi import msg
+
+    from ..corpora.hypo_cn import build_annotations
+    from ..errors import CorpusFormatError
+
+    try:
+        stats = build_annotations(raw_dir, hypo_dir, output_dir)
+    except (CorpusFormatError, FileNotFoundError) as err:
+        msg.fail(str(err), exits=1)
+    _print_table(f"HYPO-cn annotation sheets -> {output_dir}", stats)
+    for name, row in stats.items():
+        if row["missing"]:
+            msg.warn(f"{name}: {row['missing']} of its {row['covers']} lines have no record yet")
+
+
 @app.command("build-kb")
 def build_kb_cmd(
     output: Path = typer.Argument(..., help="KB JSON file to write"),
