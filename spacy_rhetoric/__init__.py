@@ -9,4 +9,4 @@ spacy-experimental does).
 from .spangroups import parallelisms, set_parallelisms
 
 __all__ = ["parallelisms", "set_parallelisms"]
-__version__ = "0.1.0"
+__version__ = "0.5.0"
