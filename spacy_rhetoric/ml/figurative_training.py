@@ -1,0 +1,146 @@
+"""Training of the ``figurative_units`` component on a shipped pipeline.
+
+The component reads what the pipeline's other components write
+(``doc.tensor``, the clauses, the sentence devices, branches and
+components) and trains nothing else, so the pipeline's components before it
+are frozen and annotating (spaCy's ``frozen_components`` plus
+``annotating_components``). Their output does not change between epochs,
+so it is computed once: every passage goes through the pipeline once as raw
+text (the raw path), and the component is then trained with its own
+``update`` on those docs. Model choice (epoch, then ``o_bias``) is made on
+the dev passages only.
+"""
+from __future__ import annotations
+
+import copy
+import random
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import spacy
+from spacy.training import Example
+from spacy.util import fix_random_seed, minibatch
+from thinc.api import Adam
+
+from ..corpora.configure import Passage, passage_to_doc
+from ..evaluation.configure import classification_given_units, gold_units
+from ..scorers.figurative_units import doc_units, score_unit_sets
+
+NAME = "figurative_units"
+
+
+def _score(nlp, pipe, docs, passages) -> Dict[str, Any]:
+    pipe.set_annotations(docs, pipe.predict(docs))
+    scores = score_unit_sets([(gold_units(p), doc_units(d, pipe.spans_key)) for p, d in zip(passages, docs)])
+    scores.update(classification_given_units(pipe, docs, passages))
+    return scores
+
+
+def train_figurative_units(
+    base: Union[str, Path],
+    train: Sequence[Passage],
+    dev: Sequence[Passage],
+    output: Optional[Union[str, Path]] = None,
+    *,
+    component_config: Optional[Dict[str, Any]] = None,
+    epochs: int = 40,
+    patience: int = 10,
+    batch_size: int = 8,
+    learn_rate: float = 1e-3,
+    dropout: float = 0.2,
+    o_biases: Sequence[float] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0),
+    select: str = "recognition_f",
+    seed: int = 0,
+    log=print,
+) -> Dict[str, Any]:
+    """Add a fresh ``figurative_units`` (``component_config``) to the pipeline
+    at ``base`` (replacing one it has), train it on ``train``, keep the epoch
+    with the best dev ``select`` score, then the ``o_bias`` of ``o_biases``
+    with the best dev ``select``; save the whole pipeline to ``output`` when
+    given. Returns ``{"history": [...], "best_epoch", "o_bias", "dev": scores}``.
+    """
+    fix_random_seed(seed)
+    nlp = spacy.load(base)
+    if NAME in nlp.pipe_names:
+        nlp.remove_pipe(NAME)
+    log(f"pipeline {base}: {nlp.pipe_names}; {len(train)} train / {len(dev)} dev passages")
+    blank = spacy.blank("zh")
+    train_docs = list(nlp.pipe((p.fragment for p in train), batch_size=8))
+    dev_docs = list(nlp.pipe((p.fragment for p in dev), batch_size=8))
+    examples = [Example(d, passage_to_doc(blank, p)) for d, p in zip(train_docs, train)]
+    pipe = nlp.add_pipe(NAME, config=component_config or {})
+    pipe.initialize(lambda: examples, nlp=nlp)
+    optimizer = Adam(learn_rate)
+    rng = random.Random(seed)
+    history: List[Dict[str, Any]] = []
+    best = (-1.0, 0, None)
+    for epoch in range(1, epochs + 1):
+        order = list(examples)
+        rng.shuffle(order)
+        losses: Dict[str, float] = {}
+        for batch in minibatch(order, size=batch_size):
+            pipe.update(batch, drop=dropout, sgd=optimizer, losses=losses)
+        scores = _score(nlp, pipe, dev_docs, dev)
+        row = {"epoch": epoch, "loss": losses.get(NAME, 0.0), **{k: scores[k] for k in
+               ("extraction_f", "recognition_f", "recognition_macro_f", "classification_micro_f", "classification_macro_f", "overlap_f")}}
+        history.append(row)
+        log(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+        if scores[select] > best[0]:
+            best = (scores[select], epoch, pipe.to_bytes())
+        elif epoch - best[1] >= patience:
+            break
+    pipe.from_bytes(best[2])
+    bias_scores = {}
+    for bias in o_biases:
+        pipe.cfg["o_bias"] = float(bias)
+        bias_scores[bias] = _score(nlp, pipe, dev_docs, dev)[select]
+        log(f"o_bias={bias}: dev {select}={bias_scores[bias]:.4f}")
+    pipe.cfg["o_bias"] = float(max(o_biases, key=lambda b: (bias_scores[b], -b)))
+    dev_scores = _score(nlp, pipe, dev_docs, dev)
+    if output is not None:
+        nlp.to_disk(output)
+    return {"history": history, "best_epoch": best[1], "o_bias": pipe.cfg["o_bias"], "o_bias_scores": bias_scores,
+            "dev": copy.deepcopy(dev_scores)}
+
+
+def bump_patch(version: str) -> str:
+    """``"0.4.4"`` -> ``"0.4.5"``; a version without three numeric parts
+    gets ``".1"`` appended."""
+    parts = version.split(".")
+    if len(parts) == 3 and parts[2].isdigit():
+        return ".".join([parts[0], parts[1], str(int(parts[2]) + 1)])
+    return version + ".1"
+
+
+def add_to_pipeline(source: Union[str, Path], target: Union[str, Path], name: str = NAME) -> str:
+    """Add (or replace) component ``name`` of the pipeline at ``source`` to
+    the pipeline at ``target``, last, as spaCy's sourcing does
+    (``nlp.add_pipe(name, source=...)``); every other component of
+    ``target`` stays as it is on disk now. The result is written to a new
+    folder beside ``target`` and swapped in (the old folder is removed only
+    after the swap). Bumps the patch version of the meta. Returns the new
+    version."""
+    import shutil
+    import tempfile
+
+    target = Path(target)
+    nlp = spacy.load(target)
+    if name in nlp.pipe_names:
+        nlp.remove_pipe(name)
+    nlp.add_pipe(name, source=spacy.load(source))
+    nlp.meta["version"] = bump_patch(nlp.meta.get("version", "0.0.0"))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    old = target.with_name(f".{target.name}.old")
+    try:
+        nlp.to_disk(tmp)
+        if old.exists():
+            shutil.rmtree(old)
+        target.rename(old)
+        tmp.rename(target)
+    except BaseException:
+        if not target.exists() and old.exists():
+            old.rename(target)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old)
+    return nlp.meta["version"]
