@@ -183,7 +183,7 @@ def evaluate_cmc_cmd(
 @app.command("evaluate-raw")
 def evaluate_raw_cmd(
     model: str = typer.Argument(..., help="Pipeline folder or installed package name"),
-    corpus: List[str] = typer.Option(["pse-i-cerd", "pse-i", "simile", "cmc", "pse-original", "cmre", "cmre-relation-only"], "--corpus", "-c", help="pse-i-cerd, pse-i, simile, cmc, pse-original, cmre or cmre-relation-only (CMRE's dev split, held out; relation-only: its verb, attribute and part metaphors as our annotators read them) (repeatable)"),
+    corpus: List[str] = typer.Option(["pse-i-cerd", "pse-i", "simile", "cmc", "pse-original", "cmre", "cmre-relation-only"], "--corpus", "-c", help="pse-i-cerd, pse-i, simile, cmc, pse-original, cmre or cmre-relation-only (CMRE's dev split, held out; relation-only: its verb, attribute and part metaphors as our annotators read them), hypo-cn (HYPO-cn's valid split: hyperbole P/R/F1 and accuracy) or configure (the dev works of ConFiguRe's validation split: metaphor, personification, hyperbole and parallelism P/R/F1 by character overlap with its units) (repeatable)"),
     shared: Path = typer.Option(Path("../shared/data"), "--shared", help="Folder with pse-i/, simile/, cmc/"),
     annotations: Path = typer.Option(Path("annotations/pse-i-cerd"), "--annotations", help="Folder with the team annotation (train.jsonl, test.jsonl)"),
     split: str = typer.Option("test", "--split", help="test, dev (model selection) or optimization (PSE-I)"),

@@ -22,7 +22,13 @@ Gold (:class:`GoldDoc`) is read from the corpora as text:
 - ``cmc``: one sentence per text, the held-out split of
   :func:`spacy_rhetoric.corpora.cmc.make_split`; gold 1 is "metaphor or
   personification", so predictions of either count as the one label
-  ``figurative``.
+  ``figurative``;
+- ``hypo-cn``: HYPO-cn's valid split (its test split is held out upstream),
+  one sentence per text, hyperbole or not; besides P/R/F1, the sentence
+  accuracy (:func:`score_accuracy`), the figure Kong et al. 2020 report;
+- ``configure``: the passages of ConFiguRe's validation split in the dev
+  part of ``configs/configure_split.json`` (split by work, never trained
+  on), scored for the four CERD devices by :func:`score_figures`.
 
 How a gold unit gets its prediction when units differ
 (:func:`assign_sentences`): every predicted sentence is given to the gold unit
@@ -74,7 +80,15 @@ from ..spangroups import CROSS_PARAGRAPH, IN_PARAGRAPH
 #: and alone in its paragraph is a title.
 SENTENCE_END = set("。．.？?！!；;…")
 #: The corpora :func:`read_gold` knows.
-CORPORA = ("pse-i-cerd", "pse-i", "simile", "cmc", "pse-original", "cmre", "cmre-relation-only")
+CORPORA = ("pse-i-cerd", "pse-i", "simile", "cmc", "pse-original", "cmre", "cmre-relation-only", "hypo-cn", "configure")
+#: Corpora read from one split whatever ``--split`` says: CMRE has no test
+#: split here, HYPO-cn's and ConFiguRe's are held out upstream.
+FIXED_SPLITS = {"cmre": "dev", "cmre-relation-only": "dev", "hypo-cn": "valid", "configure": "dev (by work)"}
+#: ConFiguRe figure types that are CERD devices (the same English labels,
+#: :data:`spacy_rhetoric.taxonomy.CONFIGURE_FIGURES`): 比喻, 比拟, 夸张, 排比.
+CONFIGURE_DEVICES = ("metaphor", "personification", "hyperbole", "parallelism")
+#: ConFiguRe's split by work, relative to the repository root.
+CONFIGURE_SPLIT = Path(__file__).resolve().parents[2] / "configs" / "configure_split.json"
 #: The one label CMC annotates (metaphor or personification).
 FIGURATIVE = "figurative"
 
@@ -118,6 +132,11 @@ class GoldDoc:
     #: cross-paragraph parallelisms, branches as sentence character offsets
     #: (None: not annotated)
     cross_paragraph: Optional[List[List[Char]]] = None
+    #: figurative units that are no sentence units, ``(device, start, end)``
+    #: (ConFiguRe; None: none annotated), scored by :func:`score_figures`
+    figures: Optional[List[Tuple[str, int, int]]] = None
+    #: also report the sentence accuracy of each scored coarse label
+    accuracy: bool = False
 
 
 # --- gold ---------------------------------------------------------------------
@@ -345,6 +364,37 @@ def read_cmre_relation_gold(cmre_dir: Path, annotation: Path) -> List[GoldDoc]:
     return out
 
 
+def read_hypo_cn_gold(hypo_dir: Path) -> List[GoldDoc]:
+    """HYPO-cn's valid split (:mod:`spacy_rhetoric.corpora.hypo_cn`): each
+    sentence alone, ``hyperbole`` (``valid.1``) or literal (``valid.0``);
+    only hyperbole is scored, with its accuracy. Raises CorpusFormatError
+    for a malformed file (file and line)."""
+    from ..corpora.hypo_cn import read_split
+
+    out = []
+    for sent in read_split(Path(hypo_dir), "valid"):
+        labels = {"coarse": {"hyperbole"} if sent.label else {LITERAL}}
+        out.append(GoldDoc(f"valid.{sent.label}:{sent.line}", sent.text, [GoldUnit(0, len(sent.text), labels)],
+                           {"coarse": frozenset({"hyperbole"})}, accuracy=True))
+    return out
+
+
+def read_configure_gold(path: Path, split_path: Path = CONFIGURE_SPLIT, part: str = "dev") -> List[GoldDoc]:
+    """ConFiguRe passages of one part of the split by work (``dev``: held
+    out), each passage one text; its units of the four CERD devices
+    (:data:`CONFIGURE_DEVICES`) are the gold of :func:`score_figures`. The
+    other eight types are not scored: a sentence the pipeline labels with a
+    device where ConFiguRe has only, say, a 借代 unit counts as a false
+    positive. Raises CorpusFormatError for a malformed file, ValueError for
+    a work the split does not list."""
+    from ..corpora.configure import read_configure, read_split, split_passages
+
+    passages = split_passages(read_configure(path), read_split(split_path))[part]
+    return [GoldDoc(p.key, p.fragment, [], {}, figures=[(u.label, u.begin, u.end) for u in sorted(p.units, key=lambda u: (u.begin, u.end, u.label))
+                                                               if u.label in CONFIGURE_DEVICES])
+            for p in passages]
+
+
 def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test") -> List[GoldDoc]:
     """Gold of one of :data:`CORPORA` from ``shared`` (``../shared/data``) and
     ``annotations`` (``annotations/pse-i-cerd``). Splits: ``test``; ``dev``
@@ -352,7 +402,8 @@ def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test")
     split_essays`; PSE-I: validation; simile: Dev; CMC: dev); ``optimization``
     (PSE-I). CMRE and CMRE relation-only (read from ``annotations``'s
     sibling ``cmre-relation-only``): CMRE's dev split whatever ``split``
-    says (it has no test). Raises ValueError for an unknown corpus."""
+    says (it has no test); likewise HYPO-cn's valid split and ConFiguRe's
+    dev part (:data:`FIXED_SPLITS`). Raises ValueError for an unknown corpus."""
     shared = Path(shared)
     if corpus == "pse-i-cerd":
         from ..corpora.pse_i_cerd import split_essays
@@ -371,6 +422,10 @@ def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test")
         return read_cmre_gold(shared / "cmre")
     if corpus == "cmre-relation-only":
         return read_cmre_relation_gold(shared / "cmre", Path(annotations).parent / "cmre-relation-only" / "dev.jsonl")
+    if corpus == "hypo-cn":
+        return read_hypo_cn_gold(shared / "hypo-cn")
+    if corpus == "configure":
+        return read_configure_gold(shared / "configure" / "valid.json")
     raise ValueError(f"unknown corpus {corpus!r}; expected one of {', '.join(CORPORA)}")
 
 
@@ -639,6 +694,73 @@ def score_cross_paragraph(gold: Sequence[GoldDoc], records: Sequence[Dict[str, A
             "groups_on_texts_without_gold": false_groups}
 
 
+def score_accuracy(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Per scored coarse label of the texts that ask for it
+    (``GoldDoc.accuracy``): the share of gold units whose predicted labels
+    (:func:`assign_sentences`, :func:`predicted_unit_labels`) hold the label
+    exactly when the gold does, and the unit count; None when no text asks."""
+    right: Counter = Counter()
+    total: Counter = Counter()
+    for g, rec in zip(gold, records):
+        if not g.accuracy:
+            continue
+        scored = g.scored.get("coarse", frozenset())
+        for unit, sents in zip(g.units, assign_sentences(g.units, rec["sentences"])):
+            pred = predicted_unit_labels(sents, g.collapse)["coarse"]
+            for label in scored:
+                total[label] += 1
+                right[label] += (label in pred) == (label in unit.labels.get("coarse", ()))
+    if not total:
+        return None
+    return {label: {"accuracy": right[label] / total[label], "n_units": total[label]} for label in sorted(total)}
+
+
+def figure_match(sentence: Char, unit: Char) -> bool:
+    """Whether a predicted sentence and a gold figurative unit match: they
+    overlap by at least half of the shorter of the two (the rule of
+    :func:`spacy_rhetoric.annotation.labels_in`). A sentence that a unit only
+    touches (a closing quotation mark, the last characters of a clause)
+    does not match it."""
+    shorter = min(sentence[1] - sentence[0], unit[1] - unit[0])
+    return shorter > 0 and 2 * _overlap(sentence, unit) >= shorter
+
+
+def score_figures(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]],
+                  devices: Sequence[str] = CONFIGURE_DEVICES) -> Optional[Dict[str, Any]]:
+    """Per device P/R/F1 of predicted sentences against gold figurative units
+    that are not sentence units (ConFiguRe), by character overlap
+    (:func:`figure_match`): precision is the share of predicted sentences
+    labelled with the device that match a gold unit of it, recall the share
+    of gold units of the device matched by a predicted sentence labelled
+    with it. ``micro`` pools the counts of ``devices``. None when no text
+    has such gold. Returns ``{"per_device": {device: {"p", "r", "f",
+    "predicted", "support"}}, "micro": {...}}``."""
+    counts = {d: Counter() for d in devices}
+    seen = False
+    for g, rec in zip(gold, records):
+        if g.figures is None:
+            continue
+        seen = True
+        for device in devices:
+            units = [(s, e) for lab, s, e in g.figures if lab == device]
+            sents = [(s["start"], s["end"]) for s in rec["sentences"] if device in s.get("coarse", {})]
+            c = counts[device]
+            c["predicted"] += len(sents)
+            c["support"] += len(units)
+            c["p_hits"] += sum(any(figure_match(s, u) for u in units) for s in sents)
+            c["r_hits"] += sum(any(figure_match(s, u) for s in sents) for u in units)
+    if not seen:
+        return None
+
+    def block(c: Counter) -> Dict[str, Any]:
+        p = c["p_hits"] / c["predicted"] if c["predicted"] else 0.0
+        r = c["r_hits"] / c["support"] if c["support"] else 0.0
+        return {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0,
+                "predicted": c["predicted"], "support": c["support"]}
+
+    return {"per_device": {d: block(c) for d, c in counts.items()}, "micro": block(sum(counts.values(), Counter()))}
+
+
 def consistency(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
     """Counts that must agree: branches lying in no sentence labelled
     ``parallelism``, and sentences labelled ``parallelism`` that hold no
@@ -693,6 +815,8 @@ def score_records(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) ->
         "components": score_components(gold, records),
         "parallelism": score_parallelism(gold, records),
         "cross_paragraph": score_cross_paragraph(gold, records),
+        "accuracy": score_accuracy(gold, records),
+        "figures": score_figures(gold, records),
         "consistency": consistency(records),
         "cross_paragraph_only_units": cross_only_units(gold, records),
         "gold_counts": gold_counts(gold),
@@ -733,7 +857,7 @@ def evaluate_raw(
         t0 = time.perf_counter()
         entry = {"raw": score_records(gold, predict_raw(nlp, gold, batch_size))}
         entry["seconds"] = round(time.perf_counter() - t0, 1)
-        entry["split"] = "dev" if corpus.startswith("cmre") else split
+        entry["split"] = FIXED_SPLITS.get(corpus, split)
         if gold_units:
             entry["gold_units"] = score_records(gold, predict_gold_units(nlp, gold, batch_size))
         result["corpora"][corpus] = entry
@@ -801,7 +925,19 @@ def headline_rows(entry: Dict[str, Any]) -> List[Tuple[str, ...]]:
                              _fmt(c[f"cross_{what}_f"]), _fmt(gc.get(f"cross_{what}_f"))))
         rows.append((f"cross-paragraph groups on the {cross['texts_without_gold']} texts without one", "", "",
                      str(cross["groups_on_texts_without_gold"]), ""))
+    for label, v in (raw.get("accuracy") or {}).items():
+        rows.append((f"{label} sentence accuracy ({v['n_units']})", "", "", _fmt(v["accuracy"]),
+                     _fmt(f_of(gold, ("accuracy", label, "accuracy")))))
+    figures = raw.get("figures")
+    if figures:
+        for device, v in [*figures["per_device"].items(), ("micro", figures["micro"])]:
+            rows.append((f"figurative units {device} ({v['support']} gold, {v['predicted']} predicted sentences)",
+                         _fmt(v["p"]), _fmt(v["r"]), _fmt(v["f"]),
+                         _fmt(f_of(gold, ("figures", "per_device", device, "f")) if device != "micro"
+                              else f_of(gold, ("figures", "micro", "f")))))
     u = raw["units"]
+    if not u["n_units"]:  # no gold sentence units (ConFiguRe)
+        return rows
     if u["boundary_f"] is not None:
         rows.append(("sentence units: boundary", _fmt(u["boundary_p"]), _fmt(u["boundary_r"]), _fmt(u["boundary_f"]), ""))
     rows.append(("sentence units: gold units matched exactly", "", "", _fmt(u["exact_units"]), ""))
