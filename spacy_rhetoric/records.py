@@ -89,6 +89,7 @@ def record_body(doc: Doc) -> Dict[str, Any]:
         if any(b.text.strip() for b in branches)
     ]
     clauses = [{"start": s.start_char, "end": s.end_char} for s in doc.spans.get("clauses", [])]
+    figurative_units = figurative_units_of(doc)
     return {
         "text": doc.text,
         "n_chars": len(doc.text),
@@ -97,8 +98,21 @@ def record_body(doc: Doc) -> Dict[str, Any]:
         "components": components,
         "parallelisms": groups,
         "clauses": clauses,
+        "figurative_units": figurative_units,
         "summary": summarize(sentences, components, groups, len(clauses)),
     }
+
+
+def figurative_units_of(doc: Doc) -> List[Dict[str, Any]]:
+    """The record's ``figurative_units``: ``{start, end, label, label_zh}`` per
+    unit of ``doc.spans["figurative_units"]`` (character offsets, end
+    exclusive; ``label`` one of ConFiguRe's 12 figure types, ``label_zh`` its
+    Chinese name), in text order; ``[]`` when the pipeline has no
+    ``figurative_units`` component."""
+    from .taxonomy import CONFIGURE_FIGURES
+
+    return [{"start": s.start_char, "end": s.end_char, "label": s.label_, "label_zh": CONFIGURE_FIGURES.get(s.label_, s.label_)}
+            for s in sorted(doc.spans.get("figurative_units", []), key=lambda s: (s.start_char, s.end_char))]
 
 
 def error_record(doc_id: str, path: Optional[str], type: str, message: str) -> Dict[str, Any]:
