@@ -21,10 +21,17 @@ character offsets are Python string indices into ``text``, end exclusive)::
      "parallelisms": [{"id": str, "kind": "in_paragraph" | "cross_paragraph",
                        "branches": [{"start": int, "end": int, "text": str}]}],
      "clauses": [{"start": int, "end": int}],
+     "figurative_units": [{"start": int, "end": int, "label": str,
+                           "label_zh": str}],
      "summary": {"sentences": int, "clauses": int, "coarse": {label: n},
                  "form": {label: n}, "content": {label: n},
                  "components": {label: n}, "parallelisms": int,
                  "cross_paragraph_parallelisms": int, "branches": int}}
+
+``figurative_units`` are the units of ConFiguRe's 12 figure types that the
+``figurative_units`` component found (``label`` in English, ``label_zh`` the
+Chinese name: 比喻, 比拟, 借代, 夸张, 反语, 通感, 问语, 排比, 对偶, 反复, 对比,
+引语); ``[]`` with a pipeline without it.
 
 ``id`` is the file stem, made unique when stems are shared (see
 :mod:`spacy_rhetoric.analysis_io`); ``path`` is null for standard input.
