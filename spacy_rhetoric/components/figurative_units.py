@@ -19,7 +19,6 @@ offsets (``rhetoric convert configure``); a unit covers the clauses that
 share a character with its text without edge punctuation. Gold units that
 overlap cannot all be tagged: the earlier (then the longer) is kept.
 """
-from __future__ import annotations
 
 from itertools import islice
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple

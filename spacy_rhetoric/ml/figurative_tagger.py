@@ -216,20 +216,69 @@ def _features_forward(model: Model, docs: List[Doc], is_train: bool):
     return out, lambda dY: NoGradient()
 
 
+@registry.layers("spacy_rhetoric.ClausePooledTok2Vec.v1")
+def ClausePooledTok2Vec(
+    tok2vec: Model[List[Doc], List[Floats2d]], features: Model[List[Doc], List[Floats2d]],
+) -> Model[List[Doc], List[Floats2d]]:
+    """The component's own ``tok2vec`` (trained with it; never the shared
+    encoder), mean-pooled over each clause, beside the ``features`` of the
+    clause (:func:`ClauseFeatures`): List[Floats2d] (n_clauses, tok2vec
+    width + features width). Learns the words of each figure (像, 难道, ...)
+    from the data."""
+    return Model("clause_pooled_tok2vec", _pooled_forward, init=_pooled_init, layers=[tok2vec, features],
+                 attrs={"clauses_key": features.attrs["clauses_key"]}, dims={"nO": None})
+
+
+def _pooled_init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
+    tok2vec, features = model.layers
+    tok2vec.initialize(X=X)
+    features.initialize(X=X)
+    model.set_dim("nO", tok2vec.get_dim("nO") + features.get_dim("nO"))
+
+
+def _pooled_forward(model: Model, docs: List[Doc], is_train: bool):
+    tok2vec, features = model.layers
+    tokvecs, backprop_tok2vec = tok2vec(docs, is_train)
+    feats = features.predict(docs)
+    bounds = [[(c.start, c.end) for c in clause_spans(doc, model.attrs["clauses_key"])] for doc in docs]
+    width = tok2vec.get_dim("nO")
+    out = []
+    for vecs, doc_bounds, f in zip(tokvecs, bounds, feats):
+        pooled = model.ops.alloc2f(len(doc_bounds), width)
+        for i, (s, e) in enumerate(doc_bounds):
+            pooled[i] = vecs[s:e].mean(axis=0)
+        out.append(model.ops.xp.hstack([pooled, f]))
+
+    def backprop(d_out: List[Floats2d]):
+        d_vecs = []
+        for vecs, doc_bounds, d in zip(tokvecs, bounds, d_out):
+            dv = model.ops.alloc2f(*vecs.shape)
+            for i, (s, e) in enumerate(doc_bounds):
+                dv[s:e] += d[i, :width] / max(e - s, 1)
+            d_vecs.append(dv)
+        backprop_tok2vec(d_vecs)
+        return NoGradient()
+
+    return out, backprop
+
+
 @registry.architectures("spacy_rhetoric.FigurativeTagger.v1")
 def build_figurative_tagger(
     features: Model[List[Doc], List[Floats2d]],
+    tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None,
     hidden_width: int = 128,
     lstm_depth: int = 1,
     dropout: float = 0.2,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], List[Floats2d]]:
-    """Clause features -> maxout (``hidden_width``) -> packed BiLSTM over the
-    clauses (``lstm_depth`` layers; 0 for none) -> dropout -> linear (``nO``
-    tags, set by the component) -> CRF. Returns List[Floats2d] (n_clauses,
-    nO) CRF emissions, with refs ``features``, ``output_layer`` and ``crf``.
-    Every doc must hold at least one clause."""
-    layers: List[Model] = [features, with_array(Maxout(hidden_width, nP=2, dropout=dropout, normalize=True))]
+    """Clause features (with ``tok2vec``, also its
+    :func:`ClausePooledTok2Vec` vectors) -> maxout (``hidden_width``) ->
+    packed BiLSTM over the clauses (``lstm_depth`` layers; 0 for none) ->
+    dropout -> linear (``nO`` tags, set by the component) -> CRF. Returns
+    List[Floats2d] (n_clauses, nO) CRF emissions, with refs ``features``,
+    ``output_layer`` and ``crf``. Every doc must hold at least one clause."""
+    first = features if tok2vec is None else ClausePooledTok2Vec(tok2vec, features)
+    layers: List[Model] = [first, with_array(Maxout(hidden_width, nP=2, dropout=dropout, normalize=True))]
     if lstm_depth > 0:
         layers.append(PackedBiLSTM(hidden_width, hidden_width, depth=lstm_depth, dropout=dropout))
     if dropout > 0:

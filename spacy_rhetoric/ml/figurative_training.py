@@ -36,11 +36,25 @@ def _score(nlp, pipe, docs, passages) -> Dict[str, Any]:
     return scores
 
 
-def train_figurative_units(
-    base: Union[str, Path],
-    train: Sequence[Passage],
+def prepare(base: Union[str, Path], train: Sequence[Passage], dev: Sequence[Passage], log=print):
+    """Load the pipeline at ``base`` (without a ``figurative_units``) and run
+    it once over the passages: ``(nlp, train examples, dev docs)``."""
+    nlp = spacy.load(base)
+    if NAME in nlp.pipe_names:
+        nlp.remove_pipe(NAME)
+    log(f"pipeline {base}: {nlp.pipe_names}; {len(train)} train / {len(dev)} dev passages")
+    blank = spacy.blank("zh")
+    train_docs = list(nlp.pipe((p.fragment for p in train), batch_size=8))
+    dev_docs = list(nlp.pipe((p.fragment for p in dev), batch_size=8))
+    examples = [Example(d, passage_to_doc(blank, p)) for d, p in zip(train_docs, train)]
+    return nlp, examples, dev_docs
+
+
+def fit(
+    nlp,
+    examples: Sequence[Example],
+    dev_docs: Sequence,
     dev: Sequence[Passage],
-    output: Optional[Union[str, Path]] = None,
     *,
     component_config: Optional[Dict[str, Any]] = None,
     epochs: int = 40,
@@ -53,21 +67,14 @@ def train_figurative_units(
     seed: int = 0,
     log=print,
 ) -> Dict[str, Any]:
-    """Add a fresh ``figurative_units`` (``component_config``) to the pipeline
-    at ``base`` (replacing one it has), train it on ``train``, keep the epoch
-    with the best dev ``select`` score, then the ``o_bias`` of ``o_biases``
-    with the best dev ``select``; save the whole pipeline to ``output`` when
-    given. Returns ``{"history": [...], "best_epoch", "o_bias", "dev": scores}``.
-    """
+    """Add a fresh ``figurative_units`` (``component_config``) to ``nlp``
+    (replacing one it has), train it on ``examples``, keep the epoch with the
+    best dev ``select`` score, then the ``o_bias`` of ``o_biases`` with the
+    best dev ``select``. Returns ``{"history": [...], "best_epoch",
+    "o_bias", "o_bias_scores", "dev": scores}``."""
     fix_random_seed(seed)
-    nlp = spacy.load(base)
     if NAME in nlp.pipe_names:
         nlp.remove_pipe(NAME)
-    log(f"pipeline {base}: {nlp.pipe_names}; {len(train)} train / {len(dev)} dev passages")
-    blank = spacy.blank("zh")
-    train_docs = list(nlp.pipe((p.fragment for p in train), batch_size=8))
-    dev_docs = list(nlp.pipe((p.fragment for p in dev), batch_size=8))
-    examples = [Example(d, passage_to_doc(blank, p)) for d, p in zip(train_docs, train)]
     pipe = nlp.add_pipe(NAME, config=component_config or {})
     pipe.initialize(lambda: examples, nlp=nlp)
     optimizer = Adam(learn_rate)
@@ -97,10 +104,26 @@ def train_figurative_units(
         log(f"o_bias={bias}: dev {select}={bias_scores[bias]:.4f}")
     pipe.cfg["o_bias"] = float(max(o_biases, key=lambda b: (bias_scores[b], -b)))
     dev_scores = _score(nlp, pipe, dev_docs, dev)
-    if output is not None:
-        nlp.to_disk(output)
     return {"history": history, "best_epoch": best[1], "o_bias": pipe.cfg["o_bias"], "o_bias_scores": bias_scores,
             "dev": copy.deepcopy(dev_scores)}
+
+
+def train_figurative_units(
+    base: Union[str, Path],
+    train: Sequence[Passage],
+    dev: Sequence[Passage],
+    output: Optional[Union[str, Path]] = None,
+    log=print,
+    **settings: Any,
+) -> Dict[str, Any]:
+    """:func:`prepare` then :func:`fit` (``settings``); saves the whole
+    pipeline with the trained component to ``output`` when given."""
+    nlp, examples, dev_docs = prepare(base, train, dev, log=log)
+    result = fit(nlp, examples, dev_docs, dev, log=log, **settings)
+    if output is not None:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        nlp.to_disk(output)
+    return result
 
 
 def bump_patch(version: str) -> str:

@@ -101,13 +101,20 @@ def score_figurative_units(
 ) -> Dict[str, Optional[object]]:
     """``figurative_units_`` + the keys of :func:`score_unit_sets` (``gold``
     and ``predicted`` left out) over the examples whose reference has
-    ``doc.spans[spans_key]``; all None when none has."""
+    ``doc.spans[spans_key]``, and the recognition figures again as
+    ``spans_<spans_key>_{p,r,f,per_type}`` (what ``spacy evaluate
+    --spans-key`` prints); all None when no reference has the group."""
     pairs = [(doc_units(eg.reference, spans_key), doc_units(eg.predicted, spans_key))
              for eg in examples if spans_key in eg.reference.spans]
     keys = ("extraction_p", "extraction_r", "extraction_f", "recognition_p", "recognition_r", "recognition_f",
             "recognition_macro_f", "overlap_p", "overlap_r", "overlap_f", "per_type")
     scores = score_unit_sets(pairs) if pairs else {}
-    return {f"figurative_units_{k}": scores.get(k) for k in keys}
+    out: Dict[str, Optional[object]] = {f"figurative_units_{k}": scores.get(k) for k in keys}
+    # the keys `spacy evaluate --spans-key <spans_key>` prints: recognition
+    for k in ("p", "r", "f"):
+        out[f"spans_{spans_key}_{k}"] = scores.get(f"recognition_{k}")
+    out[f"spans_{spans_key}_per_type"] = scores.get("per_type")
+    return out
 
 
 @registry.scorers("spacy_rhetoric.figurative_units_scorer.v1")
