@@ -59,6 +59,12 @@ pipeline has no ``rhetoric_textcat``); ``summary`` counts sentences per
 non-literal label. Sentences, components and parallelisms consisting only of
 whitespace are left out, so empty or whitespace-only text gives a record with
 empty lists (documented empty result, DESIGN §5).
+
+The pipeline sees each document with its line endings normalised (``\\r\\n``
+and a lone ``\\r`` become ``\\n``) and in pieces of bounded size (whole
+paragraphs, else sentences); ``text`` and every offset are those of the text
+as read (:mod:`spacy_rhetoric.pieces`, which also says what a cut can
+change in a document longer than one piece).
 """
 from __future__ import annotations
 
@@ -216,6 +222,8 @@ def analyze(
     ray_address: Optional[str] = None,
     num_actors: int = 1,
     on_message: Optional[Callable[[str], None]] = None,
+    piece_chars: Optional[int] = None,
+    threads: Union[int, str, None] = None,
 ) -> Dict[str, int]:
     """Analyse ``paths`` and write JSONL (one record per document, error
     records included) or the HTML report to ``output`` (a path, ``"-"`` for
@@ -227,6 +235,15 @@ def analyze(
     skipping the ids it already holds (ok or failed) and dropping a partial
     last line. ``on_message`` receives one line per failed document and per
     notice (no wrapping).
+
+    Each document is analysed in pieces of at most ``piece_chars``
+    characters (default :data:`spacy_rhetoric.pieces.PIECE_CHARS`), with its
+    line endings normalised, and gets one record whose offsets index the
+    text as read (:mod:`spacy_rhetoric.pieces`): memory grows with
+    ``batch_size`` times the piece size, not with the document. ``threads``:
+    torch and BLAS threads of this process, a number or ``"auto"``
+    (:func:`spacy_rhetoric.ml.threads.set_threads`; None: ``RHETORIC_THREADS``
+    or ``"auto"``); ``n_process`` workers run one.
 
     Returns ``{"documents", "ok", "failed"}`` for this run, ``"skipped"``
     (ids already in the output) and ``"skipped_failed"`` (of those, error
@@ -242,6 +259,12 @@ def analyze(
     from . import engines
     from .analysis_io import JsonlWriter, check_encoding, expand_inputs, refuse_input_as_output, scan_jsonl, write_atomic
 
+    from .ml.threads import set_threads
+    from .pieces import PIECE_CHARS
+
+    piece_chars = PIECE_CHARS if piece_chars is None else piece_chars
+    if piece_chars < 1:
+        raise ValueError(f"--piece-chars must be at least 1, got {piece_chars}")
     if fmt not in ("jsonl", "html"):
         raise ValueError(f"unknown format {fmt!r}; use jsonl or html")
     if engine not in ENGINES:
@@ -283,10 +306,12 @@ def analyze(
         say(f"resume: dropped a partial last line ({state.size - state.valid_bytes} bytes) of {output}")
     docs = iter_inputs((), stdin=stdin, encoding=encoding, errors="record", inputs=todo)
     if engine == "local":
-        results = engines.local_results(nlp, docs, n_process=n_process, batch_size=batch_size, with_sections=fmt == "html")
+        set_threads(threads)
+        results = engines.local_results(nlp, docs, n_process=n_process, batch_size=batch_size, with_sections=fmt == "html",
+                                        piece_chars=piece_chars)
     else:
         results = engines.ray_results(model, docs, address=ray_address, num_actors=num_actors, batch_size=batch_size,  # type: ignore[arg-type]
-                                      max_length=max_length, with_sections=fmt == "html")
+                                      max_length=max_length, with_sections=fmt == "html", piece_chars=piece_chars)
     collected: List[Tuple[int, Dict[str, Any], Optional[Dict[str, str]]]] = []
     with contextlib.closing(results), bar:
         writer = JsonlWriter(output, fresh=not resume, truncate_to=state.valid_bytes if state else None,

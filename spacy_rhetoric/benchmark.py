@@ -130,6 +130,7 @@ def benchmark_pipelines(
     competing_load: int = 0,
     competing_pin: Optional[int] = None,
     components: bool = True,
+    threads: Optional[Union[int, str]] = None,
 ) -> Dict[str, Any]:
     """Speed of each pipeline in ``models`` over ``texts``, timed in turn
     (every round times each model once per setting, so machine drift hits
@@ -139,7 +140,9 @@ def benchmark_pipelines(
     pinned to CPU ``competing_pin`` if given) run during the timed rounds,
     not during loading and warm-up; the result records them and the load
     average before and after the rounds. ``components=False`` skips the
-    per-component timing (one pass fewer per round).
+    per-component timing (one pass fewer per round). ``threads``: the
+    process's threads (:func:`spacy_rhetoric.ml.threads.set_threads`; None:
+    the default, as ``analyze`` has it).
 
     Per model: the load time (s); per ``n_process`` setting the best and
     median of ``repeat`` passes in seconds, words/s and characters/s, and
@@ -156,6 +159,11 @@ def benchmark_pipelines(
     settings = sorted(set(n_processes))
     chars = sum(len(t) for t in texts)
     pipelines, results = [], []
+    try:
+        from .ml.threads import set_threads
+    except ImportError:  # pragma: no cover - a release without thread settings (benchmark versus)
+        set_threads = None
+    chosen = set_threads(threads) if set_threads is not None else None
     for model in models:
         start = time.perf_counter()
         nlp = load_pipeline(model)
@@ -192,7 +200,7 @@ def benchmark_pipelines(
         del result["_runs"], result["_rss"], result["_comp"]
     return {
         "docs": len(texts), "chars": chars, "gold_words": gold_words, "batch_size": batch_size, "repeat": repeat,
-        "competing_load": {"processes": competing_load, "pinned_to_cpu": competing_pin},
+        "competing_load": {"processes": competing_load, "pinned_to_cpu": competing_pin}, "threads": chosen,
         "load_average": {"before": load_before, "after": load_after},
         "machine": {"python": platform.python_version(), "processor": platform.machine(), "cpu_count": _cpu_count()},
         "results": results,

@@ -4,7 +4,9 @@ Both turn :class:`~spacy_rhetoric.analysis_io.InputDoc` s into
 ``(index, record, sections)`` results (``index``: position in the input
 order; ``record``: the analysis or error record; ``sections``: the HTML
 renderings when asked for, else None). A document that cannot be read or
-analysed becomes an error record; the others are analysed.
+analysed becomes an error record; the others are analysed. Every document
+is analysed in pieces of bounded size, with its line endings normalised
+(:mod:`spacy_rhetoric.pieces`), and gets one record.
 
 ``local``
     ``nlp.pipe`` in this process (``n_process=1``, batch by batch) or in
@@ -47,7 +49,8 @@ from spacy.tokens import Doc
 
 from .analysis_io import InputDoc
 from .errors import Errors
-from .records import doc_sections, doc_to_record, error_record, model_info, single_torch_thread, too_long_message
+from .pieces import PIECE_CHARS, Normalized, merge_bodies, normalize_line_endings, piece_bounds
+from .records import RECORD_BODY_KEY, body_to_record, error_record, model_info, record_body, single_torch_thread, too_long_message
 
 Result = Tuple[int, Dict[str, Any], Optional[Dict[str, str]]]
 #: Name of the record component the multiprocess engine adds for a run.
@@ -80,26 +83,58 @@ def _precheck(nlp: Language, index: int, item: InputDoc) -> Optional[Result]:
     return None
 
 
-def _result(index: int, item: InputDoc, doc: Doc, info: Dict[str, str], with_sections: bool) -> Result:
+class Pieces:
+    """The pieces an input is analysed in (:mod:`spacy_rhetoric.pieces`):
+    its text with ``\\n`` line endings, the pieces' bounds in it, and their
+    texts."""
+
+    __slots__ = ("normalized", "bounds", "texts")
+
+    def __init__(self, text: str, piece_chars: int = PIECE_CHARS) -> None:
+        self.normalized: Normalized = normalize_line_endings(text)
+        self.bounds = piece_bounds(self.normalized.text, piece_chars)
+        self.texts = [self.normalized.text[s:e] for s, e in self.bounds]
+
+
+def _body(doc: Doc) -> Dict[str, Any]:
+    """The record body of one piece: the one a worker's
+    ``rhetoric_analysis_record`` left, or made here."""
+    body = doc.user_data.get(RECORD_BODY_KEY)
+    return body if body is not None else record_body(doc)
+
+
+def _result(index: int, item: InputDoc, pieces: Pieces, bodies: List[Dict[str, Any]], info: Dict[str, str],
+            with_sections: bool) -> Result:
+    from .render import render_essay
+
     try:
-        record = doc_to_record(doc, item.id, item.path, info, item.encoding)
-        return index, record, doc_sections(doc) if with_sections else None
+        if len(bodies) == 1 and pieces.normalized.text is item.text:  # one piece, no \r: the body as it is
+            body = bodies[0]
+        else:
+            body = merge_bodies(pieces.normalized, pieces.bounds, bodies)
+        record = body_to_record(body, item.id, item.path, info, item.encoding)
+        return index, record, {"essay": render_essay(record)} if with_sections else None
     except Exception as err:  # noqa: BLE001 - reported as the document's error record
         return _analysis_error(index, item, err)
 
 
-def _single(nlp: Language, index: int, item: InputDoc, info: Dict[str, str], with_sections: bool) -> Result:
+def _single(nlp: Language, index: int, item: InputDoc, info: Dict[str, str], with_sections: bool,
+            piece_chars: int = PIECE_CHARS, pieces: Optional[Pieces] = None) -> Result:
+    pieces = pieces or Pieces(item.text, piece_chars)
     try:
-        doc = run_single(nlp, item.text)
+        bodies = [_body(run_single(nlp, text)) for text in pieces.texts]
     except Exception as err:  # noqa: BLE001
         return _analysis_error(index, item, err)
-    return _result(index, item, doc, info, with_sections)
+    return _result(index, item, pieces, bodies, info, with_sections)
 
 
 def analyze_batch(
-    nlp: Language, batch: List[Tuple[int, InputDoc]], info: Dict[str, str], with_sections: bool = False
+    nlp: Language, batch: List[Tuple[int, InputDoc]], info: Dict[str, str], with_sections: bool = False,
+    piece_chars: int = PIECE_CHARS,
 ) -> List[Result]:
-    """Results of one batch, in its order: ``nlp.pipe`` over the batch, or,
+    """Results of one batch, in its order: ``nlp.pipe`` over the pieces of
+    the batch's documents (at most as many pieces at a time as the batch
+    has documents; each doc is reduced to its record body at once), or,
     when that raises, one document at a time."""
     results: Dict[int, Result] = {}
     runnable = []
@@ -108,17 +143,21 @@ def analyze_batch(
         if failed is not None:
             results[index] = failed
         else:
-            runnable.append((index, item))
-    docs: List[Optional[Doc]]
+            runnable.append((index, item, Pieces(item.text, piece_chars)))
+    bodies: Optional[List[Dict[str, Any]]]
     try:
-        docs = list(nlp.pipe([item.text for _, item in runnable], batch_size=max(1, len(runnable))))
+        texts = (text for _, _, pieces in runnable for text in pieces.texts)
+        bodies = [_body(doc) for doc in nlp.pipe(texts, batch_size=max(1, len(runnable)))]
     except Exception:  # noqa: BLE001 - find the document that fails
-        docs = [None] * len(runnable)
-    for (index, item), doc in zip(runnable, docs):
-        if doc is None:
-            results[index] = _single(nlp, index, item, info, with_sections)
+        bodies = None
+    start = 0
+    for index, item, pieces in runnable:
+        if bodies is None:
+            results[index] = _single(nlp, index, item, info, with_sections, pieces=pieces)
         else:
-            results[index] = _result(index, item, doc, info, with_sections)
+            n = len(pieces.texts)
+            results[index] = _result(index, item, pieces, bodies[start:start + n], info, with_sections)
+            start += n
     return [results[index] for index, _ in batch]
 
 
@@ -132,9 +171,11 @@ def local_results(
     n_process: int = 1,
     batch_size: int = 8,
     with_sections: bool = False,
+    piece_chars: int = PIECE_CHARS,
 ) -> Iterator[Result]:
-    """Results of ``docs`` in input order (module docstring); torch on one
-    thread per process."""
+    """Results of ``docs`` in input order (module docstring), each document
+    analysed in pieces of at most ``piece_chars`` characters
+    (:mod:`spacy_rhetoric.pieces`); torch on one thread per process."""
     from spacy.util import minibatch
 
     info = model_info(nlp)
@@ -142,9 +183,9 @@ def local_results(
     with single_torch_thread():
         if n_process <= 1:
             for batch in minibatch(numbered, batch_size):
-                yield from analyze_batch(nlp, list(batch), info, with_sections)
+                yield from analyze_batch(nlp, list(batch), info, with_sections, piece_chars)
         else:
-            yield from _multiprocess_results(nlp, numbered, info, n_process, batch_size, with_sections)
+            yield from _multiprocess_results(nlp, numbered, info, n_process, batch_size, with_sections, piece_chars)
 
 
 def _drop_failed(proc_name, proc, docs, err) -> None:
@@ -185,43 +226,84 @@ def _records_made_in_workers(nlp: Language) -> Iterator[None]:
         nlp.remove_pipe(RECORD_COMPONENT)
 
 
+class _Pending:
+    """An input of the multiprocess engine on its way: its pieces' bodies as
+    they come back, how many are still out, whether one was dropped."""
+
+    __slots__ = ("index", "item", "failed", "pieces", "bodies", "missing", "dropped")
+
+    def __init__(self, index: int, item: InputDoc, failed: Optional[Result], pieces: Optional[Pieces]) -> None:
+        self.index, self.item, self.failed, self.pieces = index, item, failed, pieces
+        n = len(pieces.texts) if pieces is not None else 0
+        self.bodies: List[Optional[Dict[str, Any]]] = [None] * n
+        self.missing, self.dropped = n, False
+
+    @property
+    def done(self) -> bool:
+        return self.failed is not None or self.missing == 0
+
+
 def _multiprocess_results(
     nlp: Language, numbered: Iterator[Tuple[int, InputDoc]], info: Dict[str, str], n_process: int, batch_size: int,
-    with_sections: bool,
+    with_sections: bool, piece_chars: int = PIECE_CHARS,
 ) -> Iterator[Result]:
-    """``nlp.pipe(texts, n_process=N)``: the workers tokenize and analyse,
-    and drop a failing batch (:func:`_drop_failed`). Documents come back in
-    order, so each returned doc is matched to the oldest pending input
-    with its text; inputs passed over were dropped and are re-run here, one
-    at a time, where the document that fails gets its error record."""
-    pending: Deque[Tuple[int, InputDoc, Optional[Result]]] = deque()
+    """``nlp.pipe(pieces, n_process=N)``: the workers tokenize and analyse
+    the pieces of every input (those of one input may go to different
+    workers), make each piece's record body, and drop a failing batch
+    (:func:`_drop_failed`). Pieces come back in order, so each returned doc
+    is matched to the oldest piece still out with its text; pieces passed
+    over were dropped, and their input is re-run here, one piece at a time,
+    where a document that fails gets its error record. Results are yielded
+    in input order, each once all its pieces are back; the workers die with
+    this process (:func:`spacy_rhetoric.ml.threads.children_die_with_parent`)."""
+    from .ml.threads import children_die_with_parent
+
+    entries: Deque[_Pending] = deque()
+    out: Deque[Tuple[_Pending, int]] = deque()  # pieces sent and not yet back, in order
 
     def feed() -> Iterator[str]:
         for index, item in numbered:
             failed = _precheck(nlp, index, item)
-            pending.append((index, item, failed))
-            if failed is None:
-                yield item.text
+            entry = _Pending(index, item, failed, None if failed is not None else Pieces(item.text, piece_chars))
+            entries.append(entry)
+            if entry.pieces is not None:
+                for k, text in enumerate(entry.pieces.texts):
+                    out.append((entry, k))
+                    yield text
 
-    def settle(entry: Tuple[int, InputDoc, Optional[Result]]) -> Result:
-        index, item, failed = entry
-        return failed if failed is not None else _single(nlp, index, item, info, with_sections)
+    def settle(entry: _Pending) -> Result:
+        if entry.failed is not None:
+            return entry.failed
+        assert entry.pieces is not None
+        if entry.dropped:
+            return _single(nlp, entry.index, entry.item, info, with_sections, pieces=entry.pieces)
+        return _result(entry.index, entry.item, entry.pieces, entry.bodies, info, with_sections)  # type: ignore[arg-type]
 
-    with _dropping_errors(nlp), _records_made_in_workers(nlp), WorkerWatch() as watch:
+    def drop_oldest() -> None:
+        entry, _ = out.popleft()
+        entry.dropped = True
+        entry.missing -= 1
+
+    with _dropping_errors(nlp), _records_made_in_workers(nlp), children_die_with_parent(), WorkerWatch() as watch:
         try:
             for doc in nlp.pipe(feed(), n_process=n_process, batch_size=batch_size):
-                while pending and (pending[0][2] is not None or pending[0][1].text != doc.text):
-                    yield settle(pending.popleft())
-                if not pending:
+                while out and out[0][0].pieces.texts[out[0][1]] != doc.text:  # type: ignore[union-attr]
+                    drop_oldest()
+                if not out:
                     raise RuntimeError("nlp.pipe returned a document that was not sent")
-                index, item, _ = pending.popleft()
-                yield _result(index, item, doc, info, with_sections)
+                entry, k = out.popleft()
+                entry.bodies[k] = _body(doc)
+                entry.missing -= 1
+                while entries and entries[0].done:
+                    yield settle(entries.popleft())
         except EOFError as err:
             if watch.ended is None:
                 raise
             raise RuntimeError(Errors.R019.format(n_process=n_process, how=watch.ended)) from err
-    while pending:
-        yield settle(pending.popleft())
+    while out:
+        drop_oldest()
+    while entries:
+        yield settle(entries.popleft())
 
 
 class WorkerWatch:
@@ -294,7 +376,8 @@ class RayAnalyzer:
     ``[id, path, encoding]``) to ``{"index", "record", "sections"}`` (JSON
     strings; ``sections`` empty unless asked for)."""
 
-    def __init__(self, model: str, max_length: Optional[int] = None, with_sections: bool = False) -> None:
+    def __init__(self, model: str, max_length: Optional[int] = None, with_sections: bool = False,
+                 piece_chars: int = PIECE_CHARS) -> None:
         from .pipeline import load_pipeline  # spaCy finds the factories by their entry points
 
         from .ml.threads import mark_worker
@@ -305,13 +388,14 @@ class RayAnalyzer:
             self.nlp.max_length = max_length
         self.info = model_info(self.nlp)
         self.with_sections = with_sections
+        self.piece_chars = piece_chars
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, List[Any]]:
         items = []
         for index, meta, text in zip(batch["index"], batch["meta"], batch["text"]):
             doc_id, path, encoding = json.loads(str(meta))
             items.append((int(index), InputDoc(doc_id, path, str(text), encoding)))
-        results = analyze_batch(self.nlp, items, self.info, self.with_sections)
+        results = analyze_batch(self.nlp, items, self.info, self.with_sections, self.piece_chars)
         return {
             "index": [index for index, _, _ in results],
             "record": [json.dumps(record, ensure_ascii=False) for _, record, _ in results],
@@ -366,6 +450,7 @@ def ray_results(
     max_length: Optional[int] = None,
     with_sections: bool = False,
     num_cpus: Optional[int] = None,
+    piece_chars: int = PIECE_CHARS,
 ) -> Iterator[Result]:
     """Results of ``docs`` computed with Ray Data (module docstring), in
     completion order. ``num_cpus``: CPUs of a Ray started here (default:
@@ -411,7 +496,7 @@ def ray_results(
         dataset = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
             RayAnalyzer,
             fn_constructor_kwargs={"model": _portable_model(model), "max_length": max_length,
-                                   "with_sections": with_sections},
+                                   "with_sections": with_sections, "piece_chars": piece_chars},
             batch_size=batch_size,
             batch_format="numpy",
             compute=ray.data.ActorPoolStrategy(size=num_actors),

@@ -74,7 +74,7 @@ class Errors(metaclass=ErrorsWithCodes):
     R205 = "batch_tokens must be >= 0 (0: each span alone), got {value}."
     R206 = ("The encoder returned {field!r}, which prediction by length cannot regroup; "
             "only last_hidden_state, hidden_states and pooler_output can be.")
-    R207 = "cpu_threads must be >= -1 (-1: this machine's cores, 0: torch's current setting), got {value}."
+    R207 = "cpu_threads must be >= -1 (-1: the process's thread setting, by default the cores other processes leave free; 0: torch's current setting), got {value}."
 
 
 class CorpusFormatError(ValueError):

@@ -58,6 +58,16 @@ def doc_to_record(
     body = doc.user_data.get(RECORD_BODY_KEY)
     if body is None:
         body = record_body(doc)
+    return body_to_record(body, doc_id, path, model, encoding)
+
+
+def body_to_record(
+    body: Dict[str, Any], doc_id: str, path: Optional[str] = None, model: Optional[Dict[str, str]] = None,
+    encoding: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The ``spacy-rhetoric/analysis/v1`` record of a :func:`record_body`
+    (of a doc, or merged from a document's pieces by
+    :func:`spacy_rhetoric.pieces.merge_bodies`)."""
     return {"schema": SCHEMA, "id": doc_id, "path": path, "encoding": encoding, "model": model or {}, **body}
 
 
@@ -153,7 +163,8 @@ def single_torch_thread() -> Iterator[None]:
     one process, the small BiLSTM gains nothing from threads and loses much
     on a busy machine (measured: 42 PSE-I essays took 73.9 s with torch's
     default threads vs 8.5 s with one, 2 shared cores). A transformer
-    encoder with ``cpu_threads`` still uses every core for its own products
+    encoder with ``cpu_threads`` uses the cores that other processes leave
+    free, or the threads the user chose
     (:func:`spacy_rhetoric.ml.threads.encoder_threads`).
     """
     from .ml.threads import torch_threads

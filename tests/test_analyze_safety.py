@@ -110,3 +110,57 @@ def test_printable_escapes_what_moves_the_cursor_and_keeps_the_rest():
 
     assert printable("作文 12.txt") == "作文 12.txt"
     assert printable("a\tb\nc\x7f\x9b\u2028\u2066") == "a\\tb\\nc\\x7f\\x9b\\u2028\\u2066"
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_workers_die_with_their_parent(model, tmp_path, how):
+    """`analyze --n-process 2`, its parent killed while the workers wait for
+    more text (the last input is standard input, left open): the workers
+    must not outlive it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    for i in range(4):
+        (tmp_path / f"{i}.txt").write_text(ESSAY * (i + 1), encoding="utf8")
+    paths = sorted(str(p) for p in tmp_path.glob("*.txt"))
+    cmd = [sys.executable, "-m", "spacy_rhetoric", "analyze", *paths, "-", "--model", model, "-o",
+           str(tmp_path / "out.jsonl"), "--no-progress", "--n-process", "2", "--batch-size", "1"]
+    run = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           start_new_session=True)
+    workers = []
+    try:
+        parent = psutil.Process(run.pid)
+        deadline = time.monotonic() + 300
+        while len(parent.children()) < 2 and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = parent.children()
+        assert len(workers) == 2, "the workers did not start"
+        os.kill(run.pid, getattr(signal, how))
+        run.wait()
+        deadline = time.monotonic() + 60  # bounded wait for the kernel, not a speed requirement
+        alive = workers
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.2)
+            alive = [w for w in alive if _running(w)]
+        assert not alive, f"workers {[w.pid for w in alive]} outlived their parent"
+    finally:
+        for worker in workers:
+            if _running(worker):
+                worker.kill()
+        if run.poll() is None:
+            run.kill()
+        run.stdin.close()
+        run.wait()
+
+
+def _running(process) -> bool:
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -221,7 +221,7 @@ def test_encoder_threads(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert threads.encoder_threads(0) is None
     assert threads.encoder_threads(2) == 2
-    assert threads.encoder_threads(-1) == 3 == threads.machine_threads()
+    assert threads.encoder_threads(-1) == 3 == threads.threads_setting()
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert threads.machine_threads() >= 1
     # a server's request thread keeps the caller's setting

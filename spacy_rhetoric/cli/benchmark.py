@@ -64,6 +64,7 @@ def benchmark_pipeline_cmd(
     competing_load: int = typer.Option(0, "--competing-load", min=0, help="Busy processes (python -c 'while True: pass') started for the timed rounds and stopped after them"),
     competing_pin: Optional[int] = typer.Option(None, "--competing-pin", min=0, help="Pin the busy processes to this CPU (default: not pinned)"),
     components: bool = typer.Option(True, "--components/--no-components", help="Also time each component on its own"),
+    threads: Optional[str] = typer.Option(None, "--threads", help="Threads per process: a number or auto (default: as analyze, RHETORIC_THREADS or auto)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the results as JSON here"),
 ) -> None:
     """Whole-pipeline speed on PSE-I essays: words/s and characters/s with 1
@@ -82,7 +83,7 @@ def benchmark_pipeline_cmd(
         gold_words = data["gold_words"] if not limit else None
         result = benchmark_pipelines(model, texts, n_processes=n_process, batch_size=batch_size,
                                      repeat=repeat, gold_words=gold_words, competing_load=competing_load,
-                                     competing_pin=competing_pin, components=components)
+                                     competing_pin=competing_pin, components=components, threads=threads)
     except (ValueError, OSError) as err:
         msg.fail(str(err), exits=1)
     runs = result["results"]
@@ -98,7 +99,7 @@ def benchmark_pipeline_cmd(
     msg.table(rows, header=("model", "n_process", "seconds best / median", "words/s", "chars/s", "speed vs first",
                             "vs fewest processes best / median", "peak RSS MiB self / child"), divider=True,
               title=f"{result['docs']} PSE-I {split} essays ({result['chars']} chars, {gold_words or '-'} gold words), {repeat} rounds, "
-                    f"{competing_load} competing busy process(es), load average {result['load_average']['before']} -> "
+                    f"threads {result.get('threads')}, {competing_load} competing busy process(es), load average {result['load_average']['before']} -> "
                     f"{result['load_average']['after']}")
     limits = [(run["model"], f"{run['load_seconds']:.1f}", f"{run['tokenizer']['chars_per_second_best']:.0f}",
                "  ".join(f"{name} {c['share']:.0%}" for name, c in run["components"].items()) or "-") for run in runs]
