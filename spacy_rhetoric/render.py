@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import html
 import json
+import re
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -58,6 +60,7 @@ GROUP_COLOURS: Tuple[str, ...] = ("#d7301f", "#0570b0", "#238b45", "#88419d", "#
                                   "#ce1256", "#525252", "#8c6d31")
 
 _LEVEL_OF = {"sent": 0, "branch": 1, "comp": 2}
+_SPACE_RUN = re.compile(r"\s+")
 
 
 def label_zh(label: str, level: str = "coarse") -> str:
@@ -109,10 +112,36 @@ class _Mark:
         return (_LEVEL_OF[self.kind], self.start, -self.end, self.order)
 
 
+class _Whitespace:
+    """The runs of whitespace of a text (``str.isspace``, which ``\\s``
+    matches exactly), found once, so that trimming a span costs
+    O(log runs) however much whitespace it starts or ends with."""
+
+    def __init__(self, text: str) -> None:
+        runs = [m.span() for m in _SPACE_RUN.finditer(text)]
+        self.starts = [s for s, _ in runs]
+        self.ends = [e for _, e in runs]
+
+    def _run_at(self, i: int) -> int:
+        """Index of the run holding position ``i``, or -1."""
+        k = bisect_right(self.starts, i) - 1
+        return k if k >= 0 and i < self.ends[k] else -1
+
+    def trim(self, start: int, end: int) -> Tuple[int, int]:
+        """``(lo, hi)``: ``[start, end)`` without its leading and trailing
+        whitespace (``lo == hi`` when nothing else is left)."""
+        k = self._run_at(start) if start < end else -1
+        lo = min(self.ends[k], end) if k >= 0 else start
+        k = self._run_at(end - 1) if lo < end else -1
+        hi = max(self.starts[k], lo) if k >= 0 else end
+        return lo, max(hi, lo)
+
+
 def _marks(record: Dict[str, Any]) -> List[_Mark]:
     text = record.get("text") or ""
     n = len(text)
     marks: List[_Mark] = []
+    space = _Whitespace(text)
 
     def add(kind: str, span: Dict[str, Any], key: str, attrs: Dict[str, str]) -> None:
         try:
@@ -123,11 +152,7 @@ def _marks(record: Dict[str, Any]) -> List[_Mark]:
         # the element covers the span without its outer whitespace (a
         # sentence's final line break stays outside, so its badge ends the
         # line); data-start/data-end keep the record's offsets
-        lo, hi = start, end
-        while lo < hi and text[lo].isspace():
-            lo += 1
-        while hi > lo and text[hi - 1].isspace():
-            hi -= 1
+        lo, hi = space.trim(start, end)
         if lo < hi:
             marks.append(_Mark(kind, lo, hi, key, {"data-start": str(start), "data-end": str(end), **attrs}, len(marks)))
 
@@ -187,12 +212,31 @@ def render_essay(record: Dict[str, Any]) -> str:
     text = record.get("text") or ""
     marks = _marks(record)
     cuts = sorted({0, len(text), *(m.start for m in marks), *(m.end for m in marks)})
-    ordered = sorted(marks, key=lambda m: m.sort_key)
+    # one sweep over the cuts: the marks covering the piece [a, b) are those
+    # with start <= a < end (every end is a cut), kept per level in sort_key
+    # order as they open and close, so the work grows with the marks open
+    # at each cut, not with all marks
+    opening: Dict[int, List[_Mark]] = {}
+    closing: Dict[int, List[_Mark]] = {}
+    for m in marks:
+        opening.setdefault(m.start, []).append(m)
+        closing.setdefault(m.end, []).append(m)
+    open_marks: Tuple[List[_Mark], ...] = ([], [], [])  # per level, in sort_key order
+    open_keys: Tuple[List[Tuple[int, int, int, int]], ...] = ([], [], [])
     out: List[str] = []
     pieces: Dict[str, List[int]] = {}  # mark key -> positions of its opening tags in out
     stack: List[_Mark] = []
     for a, b in zip(cuts, cuts[1:]):
-        covering = [m for m in ordered if m.start <= a and b <= m.end]
+        for m in closing.get(a, ()):
+            level, key = _LEVEL_OF[m.kind], m.sort_key
+            i = bisect_left(open_keys[level], key)
+            del open_keys[level][i], open_marks[level][i]
+        for m in opening.get(a, ()):
+            level, key = _LEVEL_OF[m.kind], m.sort_key
+            i = bisect_left(open_keys[level], key)
+            open_keys[level].insert(i, key)
+            open_marks[level].insert(i, m)
+        covering = open_marks[0] + open_marks[1] + open_marks[2]
         keep = 0
         while keep < len(stack) and keep < len(covering) and stack[keep] is covering[keep]:
             keep += 1

@@ -1,21 +1,66 @@
 /* The page of `rhetoric serve`: POST /analyze (the analysis record), then
    POST /render (the same HTML the static report shows), then the sentence
    panel of rhetoric.js. Suggestions (POST /suggest) when /health says a
-   generator is configured. No dependencies, no build step. */
+   generator is configured. When /health says the service needs a token
+   (rhetoric serve --auth-token-env), the page asks for it once, keeps it in
+   sessionStorage (this tab only) and sends it as "Authorization: Bearer";
+   a 401 asks again. No dependencies, no build step, no inline script. */
 (function () {
   "use strict";
   var input = document.getElementById("essay-input");
   var result = document.getElementById("result");
   var status = document.getElementById("status");
   var panel = document.getElementById("rh-panel");
+  var tokenForm = document.getElementById("token-form");
+  var tokenInput = document.getElementById("token-input");
+  var tokenStatus = document.getElementById("token-status");
+  var TOKEN_KEY = "spacy-rhetoric-token";
   var state = {suggest: false, record: null};
 
+  function storedToken() {
+    try { return window.sessionStorage.getItem(TOKEN_KEY) || ""; } catch (e) { return state.token || ""; }
+  }
+
+  function storeToken(value) {
+    state.token = value;
+    try {
+      if (value) window.sessionStorage.setItem(TOKEN_KEY, value); else window.sessionStorage.removeItem(TOKEN_KEY);
+    } catch (e) { /* storage disabled: kept in this page only */ }
+  }
+
+  function askToken(message) {
+    tokenStatus.textContent = message || "";
+    tokenForm.hidden = false;
+    tokenInput.focus();
+  }
+
+  tokenForm.addEventListener("submit", function (event) {
+    event.preventDefault();
+    storeToken(tokenInput.value.trim());
+    tokenInput.value = "";
+    tokenForm.hidden = !!storedToken();
+    tokenStatus.textContent = "";
+    status.textContent = storedToken() ? "口令已保存 token saved" : "";
+  });
+
   function postJSON(url, body) {
-    return fetch(url, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)})
+    var headers = {"Content-Type": "application/json"};
+    var token = storedToken();
+    if (token) headers.Authorization = "Bearer " + token;
+    return fetch(url, {method: "POST", headers: headers, body: JSON.stringify(body)})
       .then(function (resp) {
         return resp.json().catch(function () { return {}; }).then(function (data) {
           if (!resp.ok) {
             var message = (data.error && data.error.message) || ("HTTP " + resp.status);
+            if (resp.status === 401) {
+              storeToken("");
+              askToken(token ? "口令不对 wrong token: please type it again" : "");
+              message = "需要访问口令 this service needs its access token: type it above";
+            } else if (resp.status === 429) {
+              message = "请求太多 too many requests: please wait a moment and try again";
+            } else if (resp.status === 503 && url === "/suggest") {
+              message = "改写建议暂不可用 suggestions are not available right now";
+            }
             var err = new Error(message);
             err.status = resp.status;
             throw err;
@@ -37,6 +82,7 @@
     document.getElementById("model").textContent = "模型 model: " + (model.name || "?") + " " + (model.version || "") +
       " · " + (h.pipeline || []).join(" → ") + (h.suggest ? " · 改写建议 suggestions on" : "");
     state.suggest = !!h.suggest;
+    if (h.auth && !storedToken()) askToken();
   }).catch(function () { document.getElementById("model").textContent = "service unreachable"; });
 
   document.getElementById("analyse-form").addEventListener("submit", function (event) {
