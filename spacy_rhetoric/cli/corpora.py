@@ -242,6 +242,31 @@ def convert_hypo_cn_cmd(
     _print_table(f"HYPO-cn -> {output_dir}", stats)
 
 
+@convert_app.command("configure-devices")
+def convert_configure_devices_cmd(
+    path: Path = typer.Argument(..., exists=True, dir_okay=False, help="ConFiguRe JSON file (../shared/data/configure/valid.json)"),
+    output_dir: Path = typer.Argument(..., help="Writes train.spacy and dev.spacy here"),
+    split: Path = typer.Option(Path("configs/configure_split.json"), "--split", exists=True, dir_okay=False, help="The split by work"),
+    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
+) -> None:
+    """ConFiguRe's 比喻, 比拟, 夸张 and 排比 units as sentence labels of the four
+    CERD devices (one Doc per passage, its sentences cut at sentence-final
+    punctuation; spacy_rhetoric/corpora/configure_devices.py), for the
+    sentence classifier."""
+    from wasabi import msg
+
+    from ..corpora.cmc import default_pkuseg_model
+    from ..corpora.configure_devices import convert_configure_devices
+    from ..errors import CorpusFormatError
+    from ..tokenizer import make_nlp
+
+    try:
+        stats = convert_configure_devices(path, split, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()))
+    except (CorpusFormatError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    _print_table(f"ConFiguRe, four CERD devices -> {output_dir}", stats)
+
+
 @app.command("hypo-cn-annotations")
 def hypo_cn_annotations_cmd(
     raw_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="The annotators' sheets: first_pass_{1,2,3}.jsonl and second_pass.jsonl"),
