@@ -66,7 +66,9 @@ def server(tmp_path_factory):
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "spacy_rhetoric", "serve", "--model", str(PIPELINE), "--port", "0",
-                 "--generator-config", str(config)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+                 "--generator-config", str(config),
+                 "--rate-limit", "0"],  # the load test's 8 clients are one address
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
             base = wait_until_serving(proc, log)
             yield base, log
@@ -280,3 +282,78 @@ def test_page_marks_what_the_api_says(server, browser, essays, essay_id, tmp_pat
     assert panel.find_element(By.CSS_SELECTOR, ".rh-suggest-message").text
     assert panel.find_element(By.CSS_SELECTOR, ".rh-suggest-n").get_attribute("value") == "8"
     save_screenshot(browser, tmp_path / f"page_{essay_id}.png")
+
+
+# --- with an access token ------------------------------------------------------------------------
+
+ACCESS_ENV = "RHETORIC_SERVE_TEST_ACCESS_TOKEN"
+ACCESS = "class-7b-2f9c41d0"
+SHORT_ESSAY = "春天来了，小草像一个个好奇的孩子探出头来。\n我们走在田野上，听见小鸟在枝头唱歌。"
+
+
+@pytest.fixture(scope="module")
+def guarded_server(tmp_path_factory):
+    """``serve --auth-token-env``: the token only in the environment; yields ``(base_url, log_path)``."""
+    log = tmp_path_factory.mktemp("serve-auth") / "serve.log"
+    env = {**os.environ, ACCESS_ENV: ACCESS, "PYTHONUNBUFFERED": "1"}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "spacy_rhetoric", "serve", "--model", str(PIPELINE), "--port", "0",
+             "--auth-token-env", ACCESS_ENV], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield wait_until_serving(proc, log), log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_analyze_without_the_token_is_401(guarded_server):
+    base, log = guarded_server
+    resp = httpx.post(base + "/analyze", json={"text": SHORT_ESSAY}, timeout=60)
+    assert resp.status_code == 401 and resp.json()["error"]["type"] == "unauthorized"
+    resp = httpx.post(base + "/analyze", json={"text": SHORT_ESSAY}, timeout=60,
+                      headers={"Authorization": f"Bearer {ACCESS}"})
+    assert resp.status_code == 200 and resp.json()["text"] == SHORT_ESSAY
+    assert httpx.get(base + "/health").json()["auth"] is True
+    assert "token required" in log.read_text(encoding="utf8") and ACCESS not in log.read_text(encoding="utf8")
+
+
+def test_page_asks_for_the_token_once_and_works_with_it(guarded_server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _ = guarded_server
+    browser.set_window_size(1400, 1000)
+    browser.get(base + "/")
+    browser.execute_script("window.sessionStorage.clear();")
+    browser.refresh()
+    form = browser.find_element(By.ID, "token-form")
+    WebDriverWait(browser, 20).until(lambda d: form.is_displayed())
+    browser.find_element(By.ID, "token-input").send_keys(ACCESS)
+    browser.find_element(By.ID, "token-save").click()
+    assert not form.is_displayed()
+    box = browser.find_element(By.ID, "essay-input")
+    box.send_keys(SHORT_ESSAY)
+    browser.find_element(By.ID, "analyse").click()
+    WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, '#result[data-state="done"]')))
+    record = httpx.post(base + "/analyze", json={"text": SHORT_ESSAY}, timeout=60,
+                        headers={"Authorization": f"Bearer {ACCESS}"}).json()
+    shown = browser.execute_script(MARKED)
+    assert shown["text"] == SHORT_ESSAY and len(shown["sentences"]) == len(record["sentences"])
+    # asked once: a reload in the same tab keeps the token
+    browser.refresh()
+    WebDriverWait(browser, 20).until(lambda d: "zh_rhetoric" in d.find_element(By.ID, "model").text)
+    assert not browser.find_element(By.ID, "token-form").is_displayed()
+    # a wrong token is dropped and asked for again, with the service's refusal shown plainly
+    browser.execute_script("window.sessionStorage.setItem('spacy-rhetoric-token', 'wrong');")
+    browser.find_element(By.ID, "essay-input").send_keys("好。")
+    browser.find_element(By.ID, "analyse").click()
+    WebDriverWait(browser, 30).until(EC.presence_of_element_located((By.CSS_SELECTOR, '#result[data-state="error"]')))
+    assert browser.find_element(By.ID, "token-form").is_displayed()
+    assert "access token" in browser.find_element(By.ID, "result").text
+    save_screenshot(browser, tmp_path / "page_token.png")

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import math
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import h11
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -36,6 +37,7 @@ from starlette.responses import JSONResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 Scope = Dict[str, Any]
+logger = logging.getLogger("spacy_rhetoric.serve")
 
 #: Paths anyone may fetch without the token: the page and its files, the
 #: liveness check, the API description (the page needs them to ask for it).
@@ -70,10 +72,9 @@ class BodyTooLarge(StarletteHTTPException):
 class BodyLimitMiddleware:
     """413 for a body over ``max_bytes``: at once when its ``Content-Length``
     says so, else as soon as the chunks received pass it (the rest is never
-    read; the answer closes the connection).
-
-    ``on_refused(bytes_received)`` is called for each refusal (the soak
-    benchmark reads it from the log)."""
+    read; the answer closes the connection). Each refusal is logged with
+    the bytes received (``refused a request body ...``), and passed to
+    ``on_refused(bytes_received)`` when given."""
 
     def __init__(self, app: Any, max_bytes: int, on_refused: Optional[Callable[[int], None]] = None) -> None:
         if max_bytes < 1:
@@ -86,8 +87,7 @@ class BodyLimitMiddleware:
             return
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.strip().isdigit() and int(length) > self.max_bytes:
-            if self.on_refused:
-                self.on_refused(0)
+            self._refused(0)
             response = error_response(413, "too_large", f"request body of {int(length)} bytes; this service "
                                                         f"accepts at most {self.max_bytes}",
                                       headers={"Connection": "close"})
@@ -101,12 +101,16 @@ class BodyLimitMiddleware:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    if self.on_refused:
-                        self.on_refused(seen)
+                    self._refused(seen)
                     raise BodyTooLarge(self.max_bytes, seen)
             return message
 
         await self.app(scope, limited_receive, send)
+
+    def _refused(self, seen: int) -> None:
+        logger.warning("refused a request body after %d bytes received (limit %d)", seen, self.max_bytes)
+        if self.on_refused:
+            self.on_refused(seen)
 
 
 # --- who may ask -------------------------------------------------------------------------
