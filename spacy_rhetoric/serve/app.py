@@ -44,13 +44,20 @@ Endpoints (all answers JSON except the page and its static files):
 
 Errors are ``{"error": {"type": str, "message": str}}`` (validation errors
 add ``"detail"``: location and message of each problem, never the input):
-422 for malformed JSON, a missing or wrongly typed field, both or neither of
-``text``/``texts``, an out-of-range sentence or a missing object; 413 when
-the characters of one request (``text``, or all ``texts`` together) exceed
-``max_chars`` (or its body is far larger than that could need); 404/405 for
-unknown paths/methods; 503 and 502 as above; 500 ``internal_error`` for
+422 for malformed JSON, a missing or wrongly typed field, a number that is
+not finite or a string with a lone surrogate anywhere in the body, both or
+neither of ``text``/``texts``, an out-of-range sentence or a missing
+object; 413 when the characters of one request (``text``, or all ``texts``
+together) exceed ``max_chars``, its texts ``max_texts``, a record's spans
+``max_spans`` (``/render``), or its body is far larger than that could need
+(refused once that much arrived, chunked or not); 401 without the access
+token (``--auth-token-env``), 429 over a client's rate
+(:mod:`spacy_rhetoric.serve.limits`); 404/405 for unknown paths/methods;
+503 and 502 as above (503 also when the generator cannot run now: its
+server unreachable, its model not loading); 500 ``internal_error`` for
 anything unexpected, whose traceback goes to the log (with secrets
-redacted), never to the client.
+redacted), never to the client. Every answer carries the security headers
+of :class:`~spacy_rhetoric.serve.limits.SecurityHeadersMiddleware`.
 
 Worker model. spaCy's ``Language`` is not safe to call from two threads at
 once, so the service loads the pipeline once and guards it with one lock:
@@ -68,11 +75,11 @@ OpenAI-compatible server run concurrently (the backend bounds its own
 concurrency); a local Transformers backend is guarded by a lock of its own.
 
 Secrets: the generator config names the API key *variable*
-(``api_key_env``); its value is read per request by the backend, which
-redacts it from its errors. The service additionally replaces the value of
-that variable, and of any environment variable whose name contains
-``API_KEY``, ``TOKEN`` or ``SECRET``, by ``***`` in every error it returns
-or logs.
+(``api_key_env``), and ``--auth-token-env`` the access token's; their values
+are read from the environment, never from the command line. The service
+replaces the value of those variables, and of any environment variable
+whose name says it holds a secret (:mod:`spacy_rhetoric.llm.redaction`), by
+``***`` in every error it returns or logs.
 """
 from __future__ import annotations
 
