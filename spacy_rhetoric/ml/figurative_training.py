@@ -137,25 +137,49 @@ def bump_patch(version: str) -> str:
 
 def add_to_pipeline(source: Union[str, Path], target: Union[str, Path], name: str = NAME) -> str:
     """Add (or replace) component ``name`` of the pipeline at ``source`` to
-    the pipeline at ``target``, last, as spaCy's sourcing does
-    (``nlp.add_pipe(name, source=...)``); every other component of
-    ``target`` stays as it is on disk now. The result is written to a new
-    folder beside ``target`` and swapped in (the old folder is removed only
-    after the swap). Bumps the patch version of the meta. Returns the new
-    version."""
+    the pipeline at ``target``, last in its pipeline, touching nothing else:
+    the other components' files stay byte for byte as they are on disk now
+    (re-saving a whole pipeline can rewrite them, e.g. a transformer's
+    weights in another precision) and the vocab gains no string from the
+    source (which has seen its training texts). Written are
+    ``target/name/`` (the component without its vocab), the ``nlp.pipeline``
+    list and ``[components.name]`` block of ``config.cfg`` (from the
+    source's config) and ``meta.json`` (component lists, labels, patch
+    version bumped). The new pipeline is built in a copy beside ``target``,
+    loaded once as a check, then swapped in. Returns the new version."""
     import shutil
     import tempfile
 
+    import srsly
+    from thinc.api import Config
+
     target = Path(target)
-    nlp = spacy.load(target)
-    if name in nlp.pipe_names:
-        nlp.remove_pipe(name)
-    nlp.add_pipe(name, source=spacy.load(source))
-    nlp.meta["version"] = bump_patch(nlp.meta.get("version", "0.0.0"))
+    src_nlp = spacy.load(source)
+    pipe = src_nlp.get_pipe(name)
+    config = Config().from_disk(target / "config.cfg", interpolate=False)
+    src_config = Config().from_disk(Path(source) / "config.cfg", interpolate=False)
+    pipeline = [p for p in config["nlp"]["pipeline"] if p != name] + [name]
+    config["nlp"]["pipeline"] = pipeline
+    config["components"][name] = src_config["components"][name]
+    meta = srsly.read_json(target / "meta.json")
+    if "figurative units" not in meta.get("description", ""):
+        meta["description"] = meta.get("description", "").rstrip(". ") + "; ConFiguRe figurative units (12 figure types)."
+    meta["version"] = bump_patch(meta.get("version", "0.0.0"))
+    for key in ("pipeline", "components"):
+        if key in meta:
+            meta[key] = [p for p in meta[key] if p != name] + [name]
+    meta.setdefault("labels", {})[name] = list(pipe.label_data)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     old = target.with_name(f".{target.name}.old")
     try:
-        nlp.to_disk(tmp)
+        shutil.copytree(target, tmp, dirs_exist_ok=True)
+        shutil.rmtree(tmp / name, ignore_errors=True)
+        pipe.to_disk(tmp / name, exclude=["vocab"])
+        config.to_disk(tmp / "config.cfg")
+        srsly.write_json(tmp / "meta.json", meta)
+        check = spacy.load(tmp)
+        if check.pipe_names[-1] != name:
+            raise ValueError(f"{tmp}: {name} is not the last component ({check.pipe_names})")
         if old.exists():
             shutil.rmtree(old)
         target.rename(old)
@@ -166,4 +190,4 @@ def add_to_pipeline(source: Union[str, Path], target: Union[str, Path], name: st
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     shutil.rmtree(old)
-    return nlp.meta["version"]
+    return meta["version"]
