@@ -41,9 +41,10 @@ from bisect import bisect_left
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 #: Characters per piece. Every PSE-I essay (at most 1,880 characters) is one
-#: piece. Peak RSS of ``analyze`` with pieces of this size:
-#: docs/reliability.md ("Memory").
-PIECE_CHARS = 5_000
+#: piece, and a batch of pieces of a long document holds no more text than a
+#: batch of essays: the pipeline's memory grows by about 35 KB per character
+#: in flight (docs/reliability.md, "Long documents").
+PIECE_CHARS = 2_000
 #: Where a paragraph longer than a piece may be cut: after a run of these
 #: (the clause segmenter's sentence ends, without the ASCII full stop of
 #: 3.14) and the closing quotes and brackets that follow them.

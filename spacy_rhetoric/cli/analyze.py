@@ -25,7 +25,7 @@ def analyze_cmd(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster (auto, ray://HOST:10001); default: start Ray on this machine"),
     num_actors: int = typer.Option(1, "--num-actors", min=1, help="Ray actors, each holding one pipeline (--engine ray)"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr"),
-    piece_chars: Optional[int] = typer.Option(None, "--piece-chars", min=1, help="Analyse each document in pieces of at most this many characters (whole paragraphs, else sentences); memory grows with --batch-size times this (default 5000)"),
+    piece_chars: Optional[int] = typer.Option(None, "--piece-chars", min=1, help="Analyse each document in pieces of at most this many characters (whole paragraphs, else sentences); memory grows with --batch-size times this (default 2000)"),
     threads: Optional[str] = typer.Option(None, "--threads", help="torch and BLAS threads: a number, or auto (default, or RHETORIC_THREADS): a transformer encoder gets the physical cores other processes leave free, the rest one thread; --n-process workers always run one"),
 ) -> None:
     """Find rhetorical devices in documents; writes one JSONL record per document or an HTML report.
