@@ -491,7 +491,7 @@ def benchmark_latency(models: Sequence[Union[str, Path]], texts: Sequence[str], 
     results = []
     for model in models:
         start = time.perf_counter()
-        app = create_app(str(model), max_chars=max(len(t) for t in texts))
+        app = create_app(str(model), max_chars=max(len(t) for t in texts), rate_limit=0)  # one client, every request timed
         load = time.perf_counter() - start
         seconds: List[float] = []
         with TestClient(app) as client:

@@ -38,7 +38,7 @@ import re
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Tuple
 
 from .taxonomy import COARSE_ZH, COMPONENT_ZH, COMPONENTS, CONTENT, FORM, LITERAL
 
