@@ -235,3 +235,20 @@ def test_record_lists_figurative_units_with_chinese_names():
         {"start": 8, "end": 16, "label": "metaphor", "label_zh": "比喻"},
     ]
     assert doc_to_record(nlp("天很蓝。"), "d2")["figurative_units"] == []
+
+
+# Written for this test in the pattern of a textbook 排比 (three parallel
+# comma-separated clauses, each a simile), not quoted from any text.
+PARALLEL_SIMILES = "蓝的像海，绿的像玉，金的像阳光。"
+
+
+@pytest.mark.parametrize("name", ["zh_rhetoric", "zh_rhetoric_trf"])
+def test_shipped_pipelines_find_the_figures_of_three_parallel_similes(name):
+    path = ROOT / "pipelines" / name
+    if not (path / "figurative_units").is_dir():
+        pytest.skip(f"{path} has no figurative_units")
+    doc = spacy.load(path)(PARALLEL_SIMILES)
+    units = [(s.text, s.label_) for s in doc.spans[FIGURATIVE_UNITS_KEY]]
+    # the trained model marks each clause as a simile (比喻); it does not
+    # (yet) label the three together as one 排比 unit
+    assert units == [("蓝的像海，", "metaphor"), ("绿的像玉，", "metaphor"), ("金的像阳光。", "metaphor")]
