@@ -215,7 +215,8 @@ def soak(model: str, *, texts: Optional[Path] = None, n_texts: int = 8, requests
     proc, base = start_server(model, log, ["--rate-limit", "0", "--header-timeout", str(header_timeout),
                                            "--log-level", "warning"])
     try:
-        say(f"serving at {base}; load: {requests} requests from {clients} clients")
+        served = httpx.get(base + "/health", timeout=10).json()["model"]
+        say(f"serving {served['name']} {served['version']} at {base}; load: {requests} requests from {clients} clients")
         load = load_phase(base, corpus, requests, clients)
         say(json.dumps(load))
         say(f"slow clients: {slow_clients}")
@@ -232,7 +233,7 @@ def soak(model: str, *, texts: Optional[Path] = None, n_texts: int = 8, requests
             proc.kill()
     import platform
 
-    return {"model": model, "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+    return {"model": model, "served": served, "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                         "platform": platform.platform(),
                                         "load_average_1min_at_end": round(os.getloadavg()[0], 2)},
             "load": load, "slow_clients": slow, "big_body": big}
