@@ -6,7 +6,9 @@ Inputs
     paragraph), folders (their ``*.txt`` and ``*.xml`` files, recursively,
     sorted), ``-`` for standard input (one document). A PSE-I folder (with
     ``splits.json``) can be restricted to one split. A file reached twice
-    (the same resolved path) is read once.
+    (the same resolved path) is read once. A subfolder that cannot be
+    listed (no permission) is an input of its own whose record is a
+    ``read_error``, never skipped in silence.
 
 Encodings (``.txt`` files and standard input; :func:`decode_text`)
     ``auto``: a byte-order mark decides first (UTF-8, UTF-16, UTF-32); bytes
@@ -39,7 +41,9 @@ Document ids
     the same inputs as the interrupted run.
 
 Output
-    JSONL is appended one whole line per ``write`` system call on an
+    An output file that is one of the inputs (the same file, or a symbolic
+    or hard link to it) is refused before anything is written
+    (:func:`refuse_input_as_output`). JSONL is appended one whole line per ``write`` system call on an
     unbuffered file, ``fsync``-ed every ``fsync_every`` records and at the
     end, so an interrupted run leaves whole lines, except perhaps one
     partial last line that :func:`scan_jsonl` finds and ``--resume``
