@@ -162,6 +162,7 @@ Hover over or click a sentence for its form, content and scores.</p>
 <td>{{ r.summary.components.values()|sum }}</td><td>{{ r.summary.parallelisms }}</td><td>{{ r.summary.branches }}</td></tr>
 {% endfor %}
 </table>
+{{ legend|safe }}
 {% for r, html in documents %}
 <h2 id="doc-{{ loop.index }}">{{ r.id }}</h2>
 {{ html|safe }}
@@ -181,21 +182,22 @@ def render_html(
     failures: Sequence[Dict[str, Any]] = (),
 ) -> str:
     """The report page: the error records of failed documents (if any), a
-    per-document summary table, then each document as the page of
-    ``rhetoric serve`` shows it (summary, legend and the marked essay,
-    rendered from the record by :func:`spacy_rhetoric.render.render_record`).
+    per-document summary table, one legend, then each document as the page
+    of ``rhetoric serve`` shows it (summary and the marked essay, rendered
+    from the record by :func:`spacy_rhetoric.render.render_record`).
     ``sections`` is accepted for compatibility and not used: everything is
     rendered from the records."""
     import jinja2
 
-    from .render import render_record, static_text
+    from .render import render_legend, render_record, static_text
     from .taxonomy import LEVEL_LABELS
 
     env = jinja2.Environment(autoescape=True)
     coarse = [c for c in LEVEL_LABELS["coarse"] if c != LITERAL]
     js = static_text("rhetoric.js").replace("</", "<\\/")
     return env.from_string(HTML_TEMPLATE).render(
-        title=title, records=records, documents=[(r, render_record(r)) for r in records],
+        title=title, records=records, documents=[(r, render_record(r, legend=False)) for r in records],
+        legend=render_legend(any("figurative_units" in r for r in records)) if records else "",
         model=model or {"name": "", "version": ""}, schema=SCHEMA, coarse=coarse, failures=list(failures),
         css=static_text("rhetoric.css"), js=js,
     )

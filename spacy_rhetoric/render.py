@@ -19,13 +19,17 @@ the span's leading and trailing whitespace, e.g. a sentence's line break):
     ``[data-rhetoric~="metaphor"]`` selects metaphor sentences);
     ``data-coarse``/``data-form``/``data-content`` hold ``label:score``
     lists (the side panel and the tooltip read them).
+``span.rh-unit``
+    a figurative unit (ConFiguRe's figure types, the ``figurative_units``
+    component): ``data-figure`` is its label, ``data-tag`` its Chinese
+    name; one overline colour per figure type (:data:`FIGURE_COLOURS`).
 ``span.rh-branch``
     a parallelism branch: ``data-parallelism`` is the group number (1, 2,
     ... in record order), ``data-branch`` the branch number in its group.
 ``span.rh-comp``
     a component: ``data-component`` is its label.
 
-Elements nest sentence > branch > component. Where spans cross (a branch
+Elements nest sentence > unit > branch > component. Where spans cross (a branch
 running over a sentence end, a component over a branch end), the inner
 element is split into pieces sharing one ``data-key``; CSS draws a
 label only on the first (``rh-first``) or last (``rh-last``) piece.
@@ -40,7 +44,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Dict, List, Tuple
 
-from .taxonomy import COARSE_ZH, COMPONENT_ZH, COMPONENTS, CONTENT, FORM, LITERAL
+from .taxonomy import COARSE_ZH, COMPONENT_ZH, COMPONENTS, CONFIGURE_FIGURES, CONTENT, FORM, LITERAL
 
 #: Background of a sentence per coarse device (literal: none).
 COARSE_COLOURS: Dict[str, str] = {
@@ -59,7 +63,14 @@ COMPONENT_COLOURS: Dict[str, str] = {
 GROUP_COLOURS: Tuple[str, ...] = ("#d7301f", "#0570b0", "#238b45", "#88419d", "#cc4c02", "#02818a",
                                   "#ce1256", "#525252", "#8c6d31")
 
-_LEVEL_OF = {"sent": 0, "branch": 1, "comp": 2}
+#: Overline colour per figure type of a figurative unit (ConFiguRe's 12).
+FIGURE_COLOURS: Dict[str, str] = {
+    "metaphor": "#e6550d", "personification": "#31a354", "metonymy": "#756bb1", "hyperbole": "#de2d26",
+    "irony": "#636363", "synaesthesia": "#e7ba52", "rhetorical_question": "#3182bd", "parallelism": "#08519c",
+    "duality": "#9e9ac8", "repetition": "#a55194", "antithesis": "#8c6d31", "quote": "#17becf",
+}
+
+_LEVEL_OF = {"sent": 0, "unit": 1, "branch": 2, "comp": 3}
 _SPACE_RUN = re.compile(r"\s+")
 
 
@@ -178,6 +189,13 @@ def _marks(record: Dict[str, Any]) -> List[_Mark]:
         if not attrs["data-rhetoric"]:
             del attrs["data-rhetoric"]
         add("sent", sent, f"s{i}", attrs)
+    for u, unit in enumerate(record.get("figurative_units") or []):
+        label = str(unit.get("label", ""))
+        name = str(unit.get("label_zh") or CONFIGURE_FIGURES.get(label, label))
+        add("unit", unit, f"u{u}", {
+            "data-figure": label, "data-tag": name, "style": f"--rh-unit: {FIGURE_COLOURS.get(label, '#444444')}",
+            "title": f"{name} {label.replace('_', ' ')} (figurative unit)",
+        })
     for g, group in enumerate(record.get("parallelisms") or [], start=1):
         branches = group.get("branches") or []
         kind = str(group.get("kind") or "in_paragraph")
@@ -221,8 +239,8 @@ def render_essay(record: Dict[str, Any]) -> str:
     for m in marks:
         opening.setdefault(m.start, []).append(m)
         closing.setdefault(m.end, []).append(m)
-    open_marks: Tuple[List[_Mark], ...] = ([], [], [])  # per level, in sort_key order
-    open_keys: Tuple[List[Tuple[int, int, int, int]], ...] = ([], [], [])
+    open_marks: Tuple[List[_Mark], ...] = tuple([] for _ in _LEVEL_OF)  # per level, in sort_key order
+    open_keys: Tuple[List[Tuple[int, int, int, int]], ...] = tuple([] for _ in _LEVEL_OF)
     out: List[str] = []
     pieces: Dict[str, List[int]] = {}  # mark key -> positions of its opening tags in out
     stack: List[_Mark] = []
@@ -236,7 +254,7 @@ def render_essay(record: Dict[str, Any]) -> str:
             i = bisect_left(open_keys[level], key)
             open_keys[level].insert(i, key)
             open_marks[level].insert(i, m)
-        covering = open_marks[0] + open_marks[1] + open_marks[2]
+        covering = [m for level in open_marks for m in level]
         keep = 0
         while keep < len(stack) and keep < len(covering) and stack[keep] is covering[keep]:
             keep += 1
@@ -278,22 +296,35 @@ def render_summary(record: Dict[str, Any]) -> str:
         lvl = "component" if level == "components" else level
         items = ", ".join(f"{label_zh(lab, lvl)} {lab} {n}" for lab, n in counts.items()) or "–"
         details.append(f'<p data-summary="{level}"><b>{title}:</b> {html.escape(items)}</p>')
+    if "figurative_units" in record:
+        counts: Dict[str, int] = {}
+        for unit in record.get("figurative_units") or []:
+            label = str(unit.get("label", ""))
+            counts[label] = counts.get(label, 0) + 1
+        items = ", ".join(f"{CONFIGURE_FIGURES.get(lab, lab)} {lab} {n}" for lab, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "–"
+        details.append(f'<p data-summary="figurative_units"><b>修辞格 figures:</b> {html.escape(items)}</p>')
     head = (f'<p class="rh-totals">{int(summary.get("sentences", 0))} 句 sentences, '
             f'{int(summary.get("clauses", 0))} 分句 clauses, {int(record.get("n_chars", len(record.get("text") or "")))} 字 characters</p>')
     return '<div class="rh-summary">' + head + "".join(rows) + "".join(details) + "</div>"
 
 
-def render_legend() -> str:
-    """What the colours, underlines and boxes mean: a ``div.rh-legend``."""
+def render_legend(figures: bool = True) -> str:
+    """What the colours, underlines and boxes mean: a ``div.rh-legend``;
+    with ``figures``, the overline colour of each of the 12 figure types of
+    the figurative units too."""
     devices = "".join(
         f'<li><span class="rh-swatch" style="background-color: {c}"></span>{label_zh(lab)} {lab}</li>'
         for lab, c in COARSE_COLOURS.items())
     comps = "".join(
         f'<li><span class="rh-underline" style="--rh-comp: {COMPONENT_COLOURS[lab]}">{label_zh(lab, "component")}</span> {lab}</li>'
         for lab in COMPONENTS)
+    units = "".join(
+        f'<li><span class="rh-overline" style="--rh-unit: {FIGURE_COLOURS[lab]}">{zh}</span> {lab.replace("_", " ")}</li>'
+        for lab, zh in CONFIGURE_FIGURES.items())
+    units = f'<p><b>修辞格 figurative units</b> (overlined)</p><ul class="rh-legend-figures">{units}</ul>' if figures else ""
     return ('<div class="rh-legend"><b>图例 legend</b>'
             f'<ul class="rh-legend-devices">{devices}<li><span class="rh-swatch rh-swatch-literal"></span>字面 literal (no colour)</li></ul>'
-            f'<ul class="rh-legend-components">{comps}</ul>'
+            f'<ul class="rh-legend-components">{comps}</ul>' + units +
             '<p><span class="rh-legend-branch">排比n·k</span> branch k of parallelism n (one border colour per parallelism); '
             '跨段排比n·k: a parallelism whose branches are sentences of different paragraphs</p>'
             '<p>Scores follow each device sentence; hover over or click a sentence for form, content and scores.</p></div>')
@@ -301,14 +332,16 @@ def render_legend() -> str:
 
 def render_record(record: Dict[str, Any], *, legend: bool = True) -> str:
     """One document: summary, legend and the marked essay, in a
-    ``div.rh-doc`` (the page of ``rhetoric serve`` and each document of
-    the static report)."""
+    ``div.rh-doc`` (the page of ``rhetoric serve``; the static report
+    passes ``legend=False`` and draws one legend for the page). The legend
+    lists the figure types when the record has ``figurative_units``."""
     if "error" in record:
         err = record.get("error") or {}
         return (f'<div class="rh-doc rh-failed"><p class="rh-error">{html.escape(str(err.get("type", "error")))}: '
                 f'{html.escape(str(err.get("message", "")))}</p></div>')
     parts = ['<div class="rh-doc" data-doc-id="', html.escape(str(record.get("id", "")), quote=True), '">',
-             '<div class="rh-side-info">', render_summary(record), render_legend() if legend else "", "</div>",
+             '<div class="rh-side-info">', render_summary(record),
+             render_legend("figurative_units" in record) if legend else "", "</div>",
              render_essay(record), "</div>"]
     return "".join(parts)
 
@@ -325,5 +358,5 @@ def inline_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-__all__ = ["COARSE_COLOURS", "COMPONENT_COLOURS", "GROUP_COLOURS", "render_essay", "render_summary", "render_legend",
+__all__ = ["COARSE_COLOURS", "COMPONENT_COLOURS", "FIGURE_COLOURS", "GROUP_COLOURS", "render_essay", "render_summary", "render_legend",
            "render_record", "static_text", "label_zh", "devices_of", "group_colour"]

@@ -118,6 +118,7 @@ def test_html_report(model, test_essays, tmp_path):
         fragment = fragment[:fragment.index("</div>")]
         assert html.unescape(re.sub(r"<[^>]+>", "", fragment)) == text
     assert "data-rhetoric=" in page and "data-parallelism=" in page
+    assert page.count('class="rh-legend"') == 1  # one legend for the page, not one per essay
 
 
 def test_branches_of_one_parallelism_share_a_colour(pse_dir):

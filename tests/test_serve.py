@@ -115,6 +115,8 @@ def assert_matches_record(reader: Fragment, record: Dict[str, Any]) -> None:
         assert (int(attrs["data-start"]), int(attrs["data-end"])) == (s["start"], s["end"])
     comps = {(a["data-component"], int(a["data-start"]), int(a["data-end"])) for a in reader.marked("data-component").values()}
     assert comps == {(c["label"], c["start"], c["end"]) for c in record["components"]}
+    units = {(a["data-figure"], int(a["data-start"]), int(a["data-end"])) for a in reader.marked("data-figure").values()}
+    assert units == {(u["label"], u["start"], u["end"]) for u in record.get("figurative_units", [])}
     groups: Dict[int, set] = {}
     for a in reader.marked("data-parallelism").values():
         groups.setdefault(int(a["data-parallelism"]), set()).add((int(a["data-start"]), int(a["data-end"])))
@@ -380,6 +382,41 @@ def test_render_splits_crossing_spans_into_pieces():
     assert_matches_record(reader, record)
     # the line break stays outside the sentence element, so the badge ends its line
     assert sents["s1"]["data-end"] == "19" and text[18] == "\n"
+
+
+def test_render_marks_figurative_units_with_their_chinese_names():
+    text = "难道我们不该珍惜时间吗？时间像流水，一去不返。\n春来了，春来了，春真的来了！"
+    q_end, s1_end = text.index("？") + 1, text.index("\n") + 1
+    record = {
+        "text": text,
+        "sentences": [{"start": 0, "end": q_end, "coarse": {"literal": 0.2}},
+                      {"start": q_end, "end": s1_end, "coarse": {"metaphor": 0.9}},
+                      {"start": s1_end, "end": len(text), "coarse": {"literal": 0.3}}],
+        "components": [{"label": "vehicle", "start": text.index("流水"), "end": text.index("流水") + 2, "score": 0.8}],
+        "parallelisms": [],
+        # a unit over a sentence end (split into pieces), a unit inside a sentence, one of the last paragraph
+        "figurative_units": [
+            {"start": 0, "end": s1_end - 1, "label": "rhetorical_question", "label_zh": "问语"},
+            {"start": q_end, "end": text.index("，", q_end) + 1, "label": "metaphor", "label_zh": "比喻"},
+            {"start": s1_end, "end": len(text), "label": "repetition", "label_zh": "反复"},
+        ],
+        "summary": {},
+    }
+    html = render_record(record)
+    reader = parse(html)
+    assert_matches_record(reader, record)
+    tags = {a["data-figure"]: a["data-tag"] for _, a in reader.elements if "data-figure" in a}
+    assert tags == {"rhetorical_question": "问语", "metaphor": "比喻", "repetition": "反复"}
+    pieces = [a for _, a in reader.elements if a.get("data-key") == "u0"]
+    assert len(pieces) == 2 and "rh-first" in pieces[0]["class"] and "rh-last" in pieces[1]["class"]
+    colours = {a["data-figure"]: a["style"] for _, a in reader.elements if "data-figure" in a}
+    assert len(set(colours.values())) == 3  # one colour per figure type
+    # the summary counts them and the legend names all 12 types, in Chinese
+    assert "修辞格 figures:" in html and "问语 rhetorical_question 1" in html
+    legend = html[html.index('class="rh-legend"'):]
+    assert all(zh in legend for zh in ("比喻", "比拟", "借代", "夸张", "反语", "通感", "问语", "排比", "对偶", "反复", "对比", "引语"))
+    # a record without the key (a pipeline without the component) shows no figure legend
+    assert "rh-legend-figures" not in render_record({k: v for k, v in record.items() if k != "figurative_units"})
 
 
 def test_render_escapes_the_text():

@@ -255,6 +255,11 @@ class _RenderComponent(_RenderSpan):
     score: Optional[float] = None
 
 
+class _RenderUnit(_RenderSpan):
+    label: Optional[str] = None
+    label_zh: Optional[str] = None
+
+
 class _RenderParallelism(BaseModel):
     model_config = _Open
     kind: Optional[str] = None
@@ -283,6 +288,7 @@ class RenderRecord(_Checked):
     sentences: Optional[List[_RenderSentence]] = None
     parallelisms: Optional[List[_RenderParallelism]] = None
     components: Optional[List[_RenderComponent]] = None
+    figurative_units: Optional[List[_RenderUnit]] = None
     summary: Optional[_RenderSummary] = None
 
     @model_validator(mode="after")
@@ -292,9 +298,9 @@ class RenderRecord(_Checked):
         return self
 
     def n_spans(self) -> int:
-        """Sentences + parallelism branches + components."""
+        """Sentences + parallelism branches + components + figurative units."""
         branches = sum(len(p.branches or []) for p in self.parallelisms or [])
-        return len(self.sentences or []) + branches + len(self.components or [])
+        return len(self.sentences or []) + branches + len(self.components or []) + len(self.figurative_units or [])
 
 
 # --- the pipeline and the generator --------------------------------------------------
