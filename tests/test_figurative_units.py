@@ -195,6 +195,10 @@ def test_component_overfits_inline_examples_and_round_trips(tmp_path):
     # task 2: the type of given units
     doc = loaded(texts[0])
     assert loaded.get_pipe("figurative_units").classify_units(doc, [(0, 8), (13, 26)]) == ["rhetorical_question", "repetition"]
+    # b_bias: a large one starts a unit at every clause
+    loaded.get_pipe("figurative_units").cfg["b_bias"] = 1e3
+    doc = loaded(texts[0])
+    assert len(doc.spans[FIGURATIVE_UNITS_KEY]) == len(doc.spans["clauses"])
 
 
 def test_component_needs_clauses_and_leaves_empty_docs_alone():

@@ -39,7 +39,7 @@ def train_figurative_units_cmd(
         component_config=component, **training,
     )
     dev = result["dev"]
-    typer.echo(f"best epoch {result['best_epoch']}, o_bias {result['o_bias']}")
+    typer.echo(f"best epoch {result['best_epoch']}, o_bias {result['o_bias']}, b_bias {result['b_bias']}")
     for key in ("extraction_f", "classification_micro_f", "classification_macro_f", "recognition_f", "recognition_macro_f", "overlap_f"):
         typer.echo(f"dev {key}: {dev[key]:.4f}")
     if metrics:

@@ -63,15 +63,17 @@ def fit(
     learn_rate: float = 1e-3,
     dropout: float = 0.2,
     o_biases: Sequence[float] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0),
+    b_biases: Sequence[float] = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0),
     select: str = "recognition_f",
     seed: int = 0,
     log=print,
 ) -> Dict[str, Any]:
     """Add a fresh ``figurative_units`` (``component_config``) to ``nlp``
     (replacing one it has), train it on ``examples``, keep the epoch with the
-    best dev ``select`` score, then the ``o_bias`` of ``o_biases`` with the
-    best dev ``select``. Returns ``{"history": [...], "best_epoch",
-    "o_bias", "o_bias_scores", "dev": scores}``."""
+    best dev ``select`` score, then the ``o_bias`` of ``o_biases`` and then
+    the ``b_bias`` of ``b_biases`` with the best dev ``select`` (the smaller
+    on a tie). Returns ``{"history": [...], "best_epoch", "o_bias",
+    "o_bias_scores", "b_bias", "b_bias_scores", "dev": scores}``."""
     fix_random_seed(seed)
     if NAME in nlp.pipe_names:
         nlp.remove_pipe(NAME)
@@ -103,9 +105,15 @@ def fit(
         bias_scores[bias] = _score(nlp, pipe, dev_docs, dev)[select]
         log(f"o_bias={bias}: dev {select}={bias_scores[bias]:.4f}")
     pipe.cfg["o_bias"] = float(max(o_biases, key=lambda b: (bias_scores[b], -b)))
+    b_scores = {}
+    for bias in b_biases:
+        pipe.cfg["b_bias"] = float(bias)
+        b_scores[bias] = _score(nlp, pipe, dev_docs, dev)[select]
+        log(f"b_bias={bias}: dev {select}={b_scores[bias]:.4f}")
+    pipe.cfg["b_bias"] = float(max(b_biases, key=lambda b: (b_scores[b], -b)))
     dev_scores = _score(nlp, pipe, dev_docs, dev)
     return {"history": history, "best_epoch": best[1], "o_bias": pipe.cfg["o_bias"], "o_bias_scores": bias_scores,
-            "dev": copy.deepcopy(dev_scores)}
+            "b_bias": pipe.cfg["b_bias"], "b_bias_scores": b_scores, "dev": copy.deepcopy(dev_scores)}
 
 
 def train_figurative_units(
@@ -161,6 +169,10 @@ def add_to_pipeline(source: Union[str, Path], target: Union[str, Path], name: st
     pipeline = [p for p in config["nlp"]["pipeline"] if p != name] + [name]
     config["nlp"]["pipeline"] = pipeline
     config["components"][name] = src_config["components"][name]
+    for key in ("o_bias", "b_bias"):
+        # decoding settings chosen after training live in the component's cfg
+        if key in pipe.cfg:
+            config["components"][name][key] = pipe.cfg[key]
     meta = srsly.read_json(target / "meta.json")
     if "figurative units" not in meta.get("description", ""):
         meta["description"] = meta.get("description", "").rstrip(". ") + "; ConFiguRe figurative units (12 figure types)."
