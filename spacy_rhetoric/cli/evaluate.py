@@ -245,3 +245,32 @@ def score_records_cmd(
     rows = [r[:4] for r in headline_rows({"raw": score_records(gold, aligned)})
             if "coarse/" in r[0] and r[0].startswith("all ") or "micro" in r[0] or "EPM" in r[0]]
     msg.table(rows, header=("score", "P", "R", "F1"), divider=True)
+
+
+@app.command("evaluate-linker-raw")
+def evaluate_linker_raw_cmd(
+    model: str = typer.Argument(..., help="Pipeline folder or installed package name"),
+    corpus: str = typer.Option("pse-i-cerd", "--corpus", "-c", help="pse-i-cerd or pse-i"),
+    split: str = typer.Option("dev", "--split", help="dev (model selection), test or optimization (PSE-I)"),
+    o_bias: List[float] = typer.Option([], "--o-bias", help="Decode with this o_bias (repeatable; default: the pipeline's own)"),
+    shared: Path = typer.Option(Path("../shared/data"), "--shared", help="Folder with pse-i/"),
+    annotations: Path = typer.Option(Path("annotations/pse-i-cerd"), "--annotations", help="Folder with the team annotation"),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Texts per nlp.pipe batch"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scores as JSON here"),
+) -> None:
+    """The parallelism linker alone on the raw path: the components up to
+    it run once on the essays read as raw text, then it decodes once per
+    --o-bias; EPM/MPBM/MBAWO/MWO as `evaluate-raw` reports them."""
+    from wasabi import msg
+
+    from ..evaluation.linker_raw import evaluate_linker_raw, score_rows
+
+    try:
+        r = evaluate_linker_raw(model, corpus=corpus, split=split, shared=shared, annotations=annotations,
+                                biases=o_bias or [None], batch_size=batch_size, output=output)
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    msg.table(score_rows(r), header=("o_bias", "EPM F1", "MPBM F1", "MBAWO F1", "MWO F1", "EPM P", "EPM R"), divider=True,
+              title=f"{model} {r['version']} linker on {corpus} {split} as raw text: {r['texts']} texts, {r['seconds']} s")
+    if output is not None:
+        msg.good(f"wrote {output}")
