@@ -476,6 +476,83 @@ def add_component(
     return spacy.load(target)
 
 
+def bump_patch(version: str) -> str:
+    """``"0.4.4"`` -> ``"0.4.5"``; a suffix after the patch number
+    (``"0.4.4.dev0"``, ``"0.4.4-rc1"``) is dropped. Raises ValueError for a
+    version without three dot-separated numbers."""
+    parts = str(version).split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+        patch = int("".join(c for c in parts[2].split("-")[0].split("+")[0] if c.isdigit()) or "x")
+    except (IndexError, ValueError):
+        raise ValueError(f"not a major.minor.patch version: {version!r}") from None
+    return f"{major}.{minor}.{patch + 1}"
+
+
+def swap_component(
+    target: Union[str, Path], source: Union[str, Path], name: str, *,
+    cfg: Optional[Mapping[str, Any]] = None, lock: Union[str, Path, None] = None, poll_s: float = 5.0,
+    average_weight: Optional[float] = None,
+) -> str:
+    """Replace the component ``name`` of the pipeline folder ``target`` with
+    the one of the trained pipeline ``source`` (:func:`add_component`, in
+    its place), update its ``cfg`` with ``cfg`` (e.g. ``{"o_bias": 0.2}``)
+    and bump the patch version of ``meta.json``; with ``average_weight``,
+    the component is instead combined with ``source``'s
+    (:func:`average_classifiers`, that weight the second's share). The current ``target`` is
+    read when the lock is held, the new folder is written beside it, loaded
+    once as a check and then swapped in by renames, so a reader never sees a
+    half-written pipeline and a change another process made to the other
+    components is kept. ``lock``: a folder created with ``mkdir`` (atomic)
+    and held meanwhile, retried every ``poll_s`` seconds until it can be
+    created; removed at the end, also on error. Returns the new version.
+    Raises ValueError as :func:`add_component`, or when ``name`` is not in
+    ``target``; OSError when the folders cannot be written."""
+    import shutil
+    import time
+
+    target, source = Path(target), Path(source)
+    lock = Path(lock) if lock is not None else None
+    while lock is not None:
+        try:
+            lock.mkdir()
+            break
+        except FileExistsError:
+            time.sleep(poll_s)
+    fresh = target.parent / f".{target.name}.new-{os.getpid()}"
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    try:
+        names = spacy.util.load_config(target / "config.cfg")["nlp"]["pipeline"]
+        if name not in names:
+            raise ValueError(f"{target} has no component {name!r}: {names}")
+        shutil.rmtree(fresh, ignore_errors=True)
+        shutil.copytree(target, fresh)
+        if average_weight is None:
+            add_component(fresh, source, name, before=name)
+        else:
+            average_classifiers(fresh, source, fresh, second_weight=average_weight, name=name)
+        if cfg:
+            own = srsly.read_json(fresh / name / "cfg")
+            own.update(cfg)
+            srsly.write_json(fresh / name / "cfg", own)
+        meta = srsly.read_json(fresh / "meta.json")
+        meta["version"] = bump_patch(meta["version"])
+        srsly.write_json(fresh / "meta.json", meta)
+        spacy.load(fresh)  # the swapped-in pipeline loads
+        target.rename(old)
+        try:
+            fresh.rename(target)
+        except OSError:
+            old.rename(target)
+            raise
+        shutil.rmtree(old)
+        return meta["version"]
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+        if lock is not None:
+            lock.rmdir()
+
+
 def write_component(source: Union[str, Path], output: Union[str, Path], nlp: Language, name: str) -> None:
     """Write pipeline folder ``output`` as the folder ``source`` with only
     the component ``name`` of ``nlp`` (loaded from ``source``) re-saved:
@@ -529,7 +606,9 @@ def average_classifiers(
     """Write pipeline folder ``output``: ``target`` with its classifier
     ``name`` replaced by the weighted mean of its probabilities and those of
     ``second``'s classifier of that name (``spacy_rhetoric.ProbabilityAverage.v1``,
-    ``second_weight`` the second's share). When the second classifier
+    ``second_weight`` the second's share); a ``parallelism_linker`` is
+    combined with the other's by the weighted mean of their emissions and
+    CRF scores (``spacy_rhetoric.ParallelismAverage.v1``). When the second classifier
     listens to a ``tok2vec`` component, that component joins ``output``'s
     pipeline before ``name`` (or is reused when ``target`` already holds one
     with the same weights), so one static encoder runs once for every
@@ -543,7 +622,8 @@ def average_classifiers(
 
     Raises ValueError when either pipeline lacks ``name``, the two
     classifiers' labels differ, both pipelines have static vectors and they
-    differ, and for a weight outside [0, 1].
+    differ, for a weight outside [0, 1], and for a linker that is already
+    a combination.
     """
     import shutil
 
@@ -571,13 +651,23 @@ def average_classifiers(
             nlp.add_pipe(shared, source=src, before=name)
     config = nlp.config
     first_cfg = config["components"][name]["model"]
+    linker = nlp.get_pipe_meta(name).factory == "parallelism_linker"
     config["components"][name]["model"] = {
-        "@architectures": "spacy_rhetoric.ProbabilityAverage.v1",
+        "@architectures": "spacy_rhetoric.ParallelismAverage.v1" if linker else "spacy_rhetoric.ProbabilityAverage.v1",
         "second_weight": float(second_weight),
         "first": first_cfg,
         "second": src.config["components"][name]["model"],
     }
-    first_pipe.model = build_probability_average(first_pipe.model, second_pipe.model, second_weight)
+    if linker:
+        from .ml.parallelism_tagger import average_crf, build_parallelism_average
+
+        if first_pipe.model.name == "parallelism_average":
+            raise ValueError(f"{target}'s {name} is already a combination of two linkers")
+
+        first_pipe.model = build_parallelism_average(first_pipe.model, second_pipe.model, second_weight)
+        average_crf(first_pipe.model)
+    else:
+        first_pipe.model = build_probability_average(first_pipe.model, second_pipe.model, second_weight)
     if output.resolve() != target.resolve():
         shutil.copytree(target, output, dirs_exist_ok=True)
     shutil.rmtree(output / name, ignore_errors=True)

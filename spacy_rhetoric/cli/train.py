@@ -196,3 +196,37 @@ def add_component_cmd(
     except (OSError, ValueError) as err:
         msg.fail(str(err), exits=1)
     msg.good(f"{target}: {', '.join(nlp.pipe_names)}")
+
+
+@app.command("swap-component")
+def swap_component_cmd(
+    target: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline folder, e.g. pipelines/zh_rhetoric"),
+    source: Path = typer.Argument(..., exists=True, file_okay=False, help="Trained pipeline holding the component, e.g. training/zh_rhetoric_linker/model-best"),
+    name: str = typer.Option("parallelism_linker", "--name", help="The component to replace"),
+    cfg: List[str] = typer.Option([], "--cfg", help="KEY=JSON value set in the component's cfg (repeatable), e.g. o_bias=0.2"),
+    lock: Optional[Path] = typer.Option(None, "--lock", help="Folder created with mkdir and held while the pipeline is rewritten (retried until free)"),
+    average: Optional[float] = typer.Option(None, "--average", min=0.0, max=1.0, help="Combine the component with the source's instead of replacing it, the source's share (average-classifiers)"),
+) -> None:
+    """Replace one component of a pipeline folder with a trained one (or
+    combine the two), reading the pipeline as it is now, and bump its patch
+    version; the new folder is written beside it and swapped in."""
+    import json
+
+    from wasabi import msg
+
+    from ..pipeline import swap_component
+
+    values = {}
+    for item in cfg:
+        key, sep, value = item.partition("=")
+        if not sep:
+            msg.fail(f"--cfg {item!r}: expected KEY=VALUE", exits=1)
+        try:
+            values[key] = json.loads(value)
+        except json.JSONDecodeError:
+            msg.fail(f"--cfg {item!r}: the value is not JSON", exits=1)
+    try:
+        version = swap_component(target, source, name, cfg=values, lock=lock, average_weight=average)
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    msg.good(f"{target}: {name} from {source}, version {version}")
