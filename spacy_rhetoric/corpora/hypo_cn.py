@@ -37,10 +37,8 @@ above.
 sentence (``mark_single_sentence``), words from the given ``nlp``'s
 tokenizer (the CLI uses the shipped pipeline's pkuseg model, as for CMC).
 
-Two facts of the published files, kept as they are: one sentence is in both
-``train.1`` and ``train.0`` (it is converted twice, with both labels), one
-``train.1`` sentence is also in ``valid.1``, and ``train.0`` holds one
-sentence twice.
+The published files are kept as they are: ``train.0`` holds one sentence
+twice (converted twice); no sentence is in two files.
 """
 from __future__ import annotations
 
