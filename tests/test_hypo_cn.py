@@ -171,3 +171,25 @@ def test_our_annotation_fits_the_real_training_hyperboles(shared_data):
         pytest.skip("HYPO-cn or annotations/hypo-cn not here")
     records = read_annotations(ANNOTATIONS / "train.jsonl", read_split(hypo, "train"))
     assert records and all(1 <= line <= 1880 for line in records)
+
+
+def test_the_commands_convert_and_refuse_a_span_that_is_not_there(tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_rhetoric.cli import app
+
+    corpus = _corpus(tmp_path)
+    runner = CliRunner()
+    ok = runner.invoke(app, ["hypo-cn-annotations", str(_raw(tmp_path, GOOD_SHEET)), str(corpus), str(tmp_path / "ann")])
+    assert ok.exit_code == 0, ok.output
+    # wasabi wraps messages to the terminal's width: compare without line breaks
+    assert "1 of its 3 lines have no record yet" in " ".join(ok.output.split())
+    conv = runner.invoke(app, ["convert", "hypo-cn", str(corpus), str(tmp_path / "out"), "--annotations", str(tmp_path / "ann")])
+    assert conv.exit_code == 0, conv.output
+    assert (tmp_path / "out" / "valid.spacy").is_file()
+    (tmp_path / "raw" / "first_pass_1.jsonl").write_text(
+        GOOD_SHEET + _sheet_line(3, components=[{"label": "hyperbole_content", "text": "比海还高"}]), encoding="utf8")
+    bad = runner.invoke(app, ["hypo-cn-annotations", str(tmp_path / "raw"), str(corpus), str(tmp_path / "ann2")])
+    assert bad.exit_code == 1
+    said = " ".join(bad.output.split())
+    assert "first_pass_1.jsonl, line 3" in said and "span '比海还高'" in said
