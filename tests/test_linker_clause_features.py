@@ -222,3 +222,27 @@ def test_short_comma_parallelisms_are_found(pipeline: Path, text: str, loaded):
     doc = loaded(pipeline)(text)
     found = [[b.text for b in g] for g in parallelisms(doc)]
     assert any(len(g) >= 3 and all("，" not in b for b in g) for g in found), found
+
+
+@pytest.mark.parametrize("bias", [0.0, 0.3])
+def test_linker_scores_raw_equal_evaluate_raw(shared_data: Path, bias: float):
+    """The linker alone on real dev essays read as raw text gives the
+    parallelism figures of the whole pipeline's raw-path evaluation, at the
+    pipeline's own o_bias and at another, and leaves the o_bias as it was."""
+    from spacy_rhetoric.evaluation.linker_raw import linker_scores_raw
+    from spacy_rhetoric.evaluation.raw_path import predict_raw, read_gold, score_parallelism
+
+    pipeline = ROOT / "pipelines" / "zh_rhetoric"
+    if not (pipeline / "config.cfg").is_file():
+        pytest.skip("no shipped zh_rhetoric")
+    gold = read_gold("pse-i", shared_data, ROOT / "annotations" / "pse-i-cerd", "dev")[:4]
+    nlp = spacy.load(pipeline)
+    linker = nlp.get_pipe("parallelism_linker")
+    own = linker.cfg["o_bias"]
+    result = linker_scores_raw(nlp, gold, [None, bias])
+    assert result["texts"] == 4 and linker.cfg["o_bias"] == own
+    assert result["scores"][f"{own:g}"] == score_parallelism(gold, predict_raw(nlp, gold))
+    linker.cfg["o_bias"] = bias
+    assert result["scores"][f"{bias:g}"] == score_parallelism(gold, predict_raw(nlp, gold))
+    with pytest.raises(ValueError, match="annotates parallelism"):
+        linker_scores_raw(nlp, [g for g in read_gold("simile", shared_data, ROOT, "dev")[:2]])
