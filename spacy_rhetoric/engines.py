@@ -299,7 +299,7 @@ def _multiprocess_results(
         except EOFError as err:
             if watch.ended is None:
                 raise
-            raise RuntimeError(Errors.R019.format(n_process=n_process, how=watch.ended)) from err
+            raise RuntimeError(Errors.R029.format(n_process=n_process, how=watch.ended)) from err
     while out:
         drop_oldest()
     while entries:

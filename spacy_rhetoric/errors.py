@@ -37,7 +37,7 @@ class Errors(metaclass=ErrorsWithCodes):
     R014 = "No usable RG records ({n_given} given, {n_too_long} longer than max_length)."
     R015 = "Need 0 < top_p <= 1 and repetition_penalty > 0, got {top_p}, {repetition_penalty}."
     # analyze
-    R019 = ("A worker process of nlp.pipe(n_process={n_process}) ended with {how} before its documents "
+    R029 = ("A worker process of nlp.pipe(n_process={n_process}) ended with {how} before its documents "
             "were done (killed for memory, or a crash in native code); the other workers were stopped. "
             "The records written before it are kept: run again with --resume, with fewer processes "
             "or more memory.")

@@ -371,7 +371,7 @@ def test_ray_engine_without_ray_fails_before_writing(model, essays, tmp_path, mo
 def test_a_killed_worker_ends_the_run_with_an_error_not_a_hang(pse_dir: Path, tmp_path: Path):
     """`analyze --n-process 2` on 200 real essays, one worker killed as the
     OOM killer would (SIGKILL): spaCy's parent would wait for it forever;
-    the run ends within a minute with one [R019] line and exit code 1, the
+    the run ends within a minute with one [R029] line and exit code 1, the
     records written before are valid, and --resume finishes the rest."""
     import os
     import signal
@@ -405,7 +405,7 @@ def test_a_killed_worker_ends_the_run_with_an_error_not_a_hang(pse_dir: Path, tm
         run.communicate()
         pytest.fail("analyze --n-process 2 hung after a worker was killed")
     assert run.returncode == 1
-    assert "[R019]" in stderr and "signal SIGKILL" in stderr and "Traceback" not in stderr
+    assert "[R029]" in stderr and "signal SIGKILL" in stderr and "Traceback" not in stderr
     kept = read_jsonl(out)
     assert len(kept) < 200 and all(r["schema"] == SCHEMA for r in kept)
     resumed = subprocess.run(cmd[:-2] + ["--resume"], capture_output=True, text=True, cwd=str(ROOT), timeout=600)
