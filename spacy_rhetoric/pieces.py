@@ -206,9 +206,4 @@ def _moved(item: Any, shift: int, normalized: Normalized) -> Any:
     return out
 
 
-def piece_texts(normalized: Normalized, bounds: Sequence[Tuple[int, int]]) -> List[str]:
-    """The texts of the pieces (``bounds`` in ``normalized.text``)."""
-    return [normalized.text[s:e] for s, e in bounds]
-
-
-__all__ = ["PIECE_CHARS", "Normalized", "merge_bodies", "normalize_line_endings", "piece_bounds", "piece_texts"]
+__all__ = ["PIECE_CHARS", "Normalized", "merge_bodies", "normalize_line_endings", "piece_bounds"]
