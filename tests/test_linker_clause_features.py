@@ -182,7 +182,7 @@ SHORT_PARALLELISMS = [
 
 
 #: Sentences of SHORT_PARALLELISMS each pipeline's linker misses (no
-#: parallelism of three branches, one per clause): zh_rhetoric 0.4.7 finds
+#: parallelism of three branches, one per clause): zh_rhetoric 0.4.8 finds
 #: two of the eight, zh_rhetoric_trf 0.4.9 seven (docs/experiments.md).
 #: Marked as expected failures, strictly, so that a linker that starts to
 #: find one fails the test until the mark is removed.
