@@ -8,5 +8,15 @@ spacy-experimental does).
 """
 from .spangroups import parallelisms, set_parallelisms
 
-__all__ = ["parallelisms", "set_parallelisms"]
+__all__ = ["parallelisms", "set_parallelisms", "doc_to_record"]
 __version__ = "0.5.0"
+
+
+def __getattr__(name: str):
+    # doc_to_record is imported on first use: the records module pulls in
+    # the taxonomy and span helpers, which `import spacy_rhetoric` should not
+    if name == "doc_to_record":
+        from .records import doc_to_record
+
+        return doc_to_record
+    raise AttributeError(f"module 'spacy_rhetoric' has no attribute {name!r}")

@@ -75,3 +75,10 @@ def test_two_processes_after_use_in_parent_give_the_one_process_records(nlp, tex
     assert two == one
     assert [r["id"] for _, r, _ in two] == [item.id for item in items]
     assert list(nlp.pipe_names) == names and RECORD_COMPONENT not in nlp.pipe_names
+
+
+def test_doc_to_record_is_exported_from_the_package_root():
+    import spacy_rhetoric
+    from spacy_rhetoric.records import doc_to_record
+
+    assert spacy_rhetoric.doc_to_record is doc_to_record and "doc_to_record" in spacy_rhetoric.__all__
