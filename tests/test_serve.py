@@ -148,6 +148,28 @@ def test_analyze_gives_the_record_analyze_writes(client, nlp, essay_328, tmp_pat
     assert record["sentences"] and record["parallelisms"]
 
 
+def test_figurative_units_reach_the_record_and_the_page(client, nlp, tmp_path):
+    # three parallel similes written for the tests; the shipped pipelines
+    # mark each clause as a 比喻 unit (tests/test_figurative_units.py)
+    text = "蓝的像海，绿的像玉，金的像阳光。"
+    record = client.post("/analyze", json={"text": text}).json()
+    units = [(text[u["start"]:u["end"]], u["label"], u["label_zh"]) for u in record["figurative_units"]]
+    assert ("蓝的像海，", "metaphor", "比喻") in units
+    html = client.post("/render", json=record).json()["html"]
+    assert 'data-figure="metaphor"' in html and 'data-tag="比喻"' in html and "rh-legend-figures" in html
+    # the same units in what `rhetoric analyze` writes, and in its report
+    source = tmp_path / "similes.txt"
+    source.write_text(text, encoding="utf8")
+    out = tmp_path / "out.jsonl"
+    analyze([source], out, model=nlp, progress=False)
+    written = json.loads(out.read_text(encoding="utf8"))
+    assert written["figurative_units"] == record["figurative_units"]
+    report = tmp_path / "report.html"
+    analyze([source], report, model=nlp, fmt="html", progress=False)
+    page = report.read_text(encoding="utf8")
+    assert page.count('data-tag="比喻"') == len(units) and page.count('class="rh-legend"') == 1
+
+
 def test_analyze_texts_batch(client, essay_328):
     paras = [p for p in essay_328.text.split("\n") if p.strip()][:3]
     resp = client.post("/analyze", json={"texts": paras})
