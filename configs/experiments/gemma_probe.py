@@ -132,6 +132,7 @@ def main() -> None:
     ap.add_argument("--weights", type=float, nargs="+", default=[1.0, 0.5])
     ap.add_argument("--corpora", nargs="+", default=["pse-i-cerd"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--name", default="gemma_probe", help="metrics file name prefix")
     args = ap.parse_args()
 
     from sklearn.linear_model import LogisticRegression
@@ -189,7 +190,7 @@ def main() -> None:
         textcat.cfg["thresholds"] = dict(shipped_thresholds)
         chosen = tune_thresholds_raw(nlp, [dev])
         before = feats.seconds, feats.computed
-        name = f"gemma_probe_w{w:g}" + (f"_seed{args.seed}" if args.seed else "")
+        name = f"{args.name}_w{w:g}" + (f"_seed{args.seed}" if args.seed else "")
         result = evaluate_raw(nlp, args.corpora, shared=args.shared, annotations=args.annotations, split="dev",
                               output=args.out / f"{name}.dev.json")
         result["probe"] = {"weight": w, "layers": list(LAYERS), "train_sentences": len(texts),
