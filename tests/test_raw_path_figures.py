@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.corpora.configure import read_split
 from spacy_rhetoric.evaluation.raw_path import (CONFIGURE_SPLIT, GoldDoc, GoldUnit, figure_match, read_gold,
-                                                score_accuracy, score_figures)
+                                                score_accuracy, score_figures, score_records, score_unit_devices)
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / "pipelines" / "zh_rhetoric"
@@ -49,6 +49,36 @@ def test_figures_precision_per_sentence_recall_per_unit():
     assert s["hyperbole"] == {"p": 0.0, "r": 0.0, "f": 0.0, "predicted": 1, "support": 0}
     micro = score_figures(gold, records)["micro"]
     assert (micro["predicted"], micro["support"]) == (4, 3)
+
+
+def test_predicted_units_against_gold_sentences_by_overlap():
+    # four gold sentences: 排比 spread over two, a simile, a literal one
+    text = "山朗润起来了。水涨起来了。月亮像小船。他回家了。"
+    coarse = frozenset({"metaphor", "personification", "hyperbole", "parallelism"})
+    units = [GoldUnit(0, 7, {"coarse": {"parallelism"}}), GoldUnit(7, 13, {"coarse": {"parallelism", "personification"}}),
+             GoldUnit(13, 19, {"coarse": {"metaphor"}}), GoldUnit(19, 24, {"coarse": {"literal"}})]
+    gold = [GoldDoc("e", text, units, {"coarse": coarse})]
+    found = [{"start": 0, "end": 13, "label": "parallelism"},    # one unit over both parallelism sentences
+             {"start": 13, "end": 19, "label": "hyperbole"},     # the simile read as hyperbole
+             {"start": 18, "end": 24, "label": "metaphor"},      # touches the simile by one character of six
+             {"start": 19, "end": 24, "label": "rhetorical_question"}]
+    s = score_unit_devices(gold, [{"figurative_units": found}])
+    assert s["per_device"]["parallelism"] == {"p": 1.0, "r": 1.0, "f": 1.0, "predicted": 1, "support": 2}
+    assert s["per_device"]["metaphor"] == {"p": 0.0, "r": 0.0, "f": 0.0, "predicted": 1, "support": 1}
+    assert s["per_device"]["hyperbole"] == {"p": 0.0, "r": 0.0, "f": 0.0, "predicted": 1, "support": 0}
+    assert (s["per_device"]["personification"]["predicted"], s["per_device"]["personification"]["support"]) == (0, 1)
+    # micro: 1 of 3 predicted units right, 2 of 4 gold sentences found
+    assert (s["micro"]["p"], s["micro"]["r"]) == (pytest.approx(1 / 3), 0.5)
+    assert s["micro"]["f"] == pytest.approx(0.4)
+    counts = s["predicted_per_type"]
+    assert len(counts) == 12 and sum(counts.values()) == 4 and counts["rhetorical_question"] == 1 and counts["quote"] == 0
+    # a corpus scoring only parallelism gets only that device; none scored, no section
+    only = score_unit_devices([GoldDoc("e", text, units, {"coarse": frozenset({"parallelism"})})], [{"figurative_units": found}])
+    assert list(only["per_device"]) == ["parallelism"]
+    assert score_unit_devices([GoldDoc("e", text, units, {})], [{"figurative_units": found}]) is None
+    record = {"sentences": [], "components": [], "parallelisms": [], "figurative_units": found}
+    assert "figurative_units" not in score_records(gold, [record])
+    assert score_records(gold, [record], figurative_units=True)["figurative_units"] == s
 
 
 def _fixture(tmp_path: Path) -> Path:
@@ -93,3 +123,8 @@ def test_evaluate_raw_on_hypo_cn_and_configure(tmp_path):
     assert 0.0 <= scores["hypo-cn"]["raw"]["accuracy"]["hyperbole"]["accuracy"] <= 1.0
     figures = scores["configure"]["raw"]["figures"]
     assert figures["per_device"]["hyperbole"]["support"] == 1 and figures["micro"]["support"] == 2
+    # the shipped pipeline has the figurative_units component: its units against HYPO-cn's hyperbole sentences
+    units = scores["hypo-cn"]["raw"]["figurative_units"]
+    assert list(units["per_device"]) == ["hyperbole"] and units["per_device"]["hyperbole"]["support"] == 2
+    assert "figurative units predicted per type:" in said
+    assert scores["configure"]["raw"]["figurative_units"] is None  # no gold sentence units

@@ -210,6 +210,9 @@ def evaluate_raw_cmd(
         msg.table(headline_rows(entry), header=header, divider=True,
                   title=f"{r['name']} {r['version']} on {name} {entry.get('split', split)} as raw text: {entry['raw']['n_texts']} texts, {entry['seconds']} s")
         msg.info("consistency: " + ", ".join(f"{k} {v}" for k, v in entry["raw"]["consistency"].items()))
+        units = entry["raw"].get("figurative_units")
+        if units:
+            msg.info("figurative units predicted per type: " + ", ".join(f"{k} {v}" for k, v in units["predicted_per_type"].items()))
         only = entry["raw"].get("cross_paragraph_only_units")
         if only:
             msg.info(f"units whose sentences hold a cross-paragraph branch and no in-paragraph one: {only['units']}, "

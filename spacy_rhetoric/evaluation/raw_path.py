@@ -761,6 +761,56 @@ def score_figures(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]],
     return {"per_device": {d: block(c) for d, c in counts.items()}, "micro": block(sum(counts.values(), Counter()))}
 
 
+def score_unit_devices(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]],
+                       devices: Sequence[str] = CONFIGURE_DEVICES) -> Optional[Dict[str, Any]]:
+    """The ``figurative_units`` component against gold sentence units, the
+    reverse of :func:`score_figures`: per device P/R/F1 of the record's
+    predicted figurative units of the four types that are CERD devices
+    (比喻 metaphor, 比拟 personification, 夸张 hyperbole, 排比 parallelism)
+    against the gold units whose coarse labels hold the device, matched by
+    :func:`figure_match` (overlap of at least half of the shorter).
+    Precision is the share of predicted units of the device that match a
+    gold unit of it, recall the share of gold units of the device matched
+    by a predicted unit of it; ``micro`` pools the counts. A device is
+    scored only on the texts whose gold scores it at the coarse level, and
+    ``per_device`` lists only the devices some text scores.
+    ``predicted_per_type`` counts the predicted units of each of the 12
+    types (:data:`spacy_rhetoric.taxonomy.CONFIGURE_FIGURES`) over all
+    texts. None when no text scores any of ``devices``.
+
+    Returns ``{"per_device": {device: {"p", "r", "f", "predicted",
+    "support"}}, "micro": {...}, "predicted_per_type": {type: n}}``.
+    """
+    from ..taxonomy import CONFIGURE_FIGURES
+
+    counts: Dict[str, Counter] = {}
+    per_type: Counter = Counter({t: 0 for t in CONFIGURE_FIGURES})
+    for g, rec in zip(gold, records):
+        predicted = rec.get("figurative_units", [])
+        per_type.update(u["label"] for u in predicted)
+        for device in devices:
+            if device not in g.scored.get("coarse", ()):
+                continue
+            c = counts.setdefault(device, Counter())
+            units = [(u.start, u.end) for u in g.units if device in u.labels.get("coarse", ())]
+            found = [(u["start"], u["end"]) for u in predicted if u["label"] == device]
+            c["predicted"] += len(found)
+            c["support"] += len(units)
+            c["p_hits"] += sum(any(figure_match(f, u) for u in units) for f in found)
+            c["r_hits"] += sum(any(figure_match(f, u) for f in found) for u in units)
+    if not counts:
+        return None
+
+    def block(c: Counter) -> Dict[str, Any]:
+        p = c["p_hits"] / c["predicted"] if c["predicted"] else 0.0
+        r = c["r_hits"] / c["support"] if c["support"] else 0.0
+        return {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0,
+                "predicted": c["predicted"], "support": c["support"]}
+
+    return {"per_device": {d: block(counts[d]) for d in devices if d in counts},
+            "micro": block(sum(counts.values(), Counter())), "predicted_per_type": dict(per_type)}
+
+
 def consistency(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
     """Counts that must agree: branches lying in no sentence labelled
     ``parallelism``, and sentences labelled ``parallelism`` that hold no
@@ -805,10 +855,15 @@ def gold_counts(gold: Sequence[GoldDoc]) -> Dict[str, Dict[str, int]]:
     return {lv: dict(sorted(c.items())) for lv, c in counts.items()}
 
 
-def score_records(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
-    """All scores of :mod:`spacy_rhetoric.evaluation.raw_path` for records aligned with ``gold``."""
+def score_records(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]], *,
+                  figurative_units: bool = False) -> Dict[str, Any]:
+    """All scores of :mod:`spacy_rhetoric.evaluation.raw_path` for records
+    aligned with ``gold``; with ``figurative_units`` (the records come from a
+    pipeline with that component) also ``"figurative_units"``
+    (:func:`score_unit_devices`)."""
     if len(gold) != len(records):
         raise ValueError(f"{len(gold)} gold texts but {len(records)} records")
+    extra = {"figurative_units": score_unit_devices(gold, records)} if figurative_units else {}
     return {
         "sentences": score_sentences(gold, records),
         "units": score_units(gold, records),
@@ -822,6 +877,7 @@ def score_records(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]]) ->
         "gold_counts": gold_counts(gold),
         "n_texts": len(gold),
         "n_chars": sum(len(g.text) for g in gold),
+        **extra,
     }
 
 
@@ -842,7 +898,9 @@ def evaluate_raw(
 
     Returns ``{"model", "version", "split", "corpora": {name: {"raw": scores,
     "gold_units": scores?, "seconds"}}}`` (scores of :func:`score_records`)
-    and writes it as JSON to ``output``. ``config``: overrides for loading
+    and writes it as JSON to ``output``; the raw scores hold
+    ``"figurative_units"`` when the pipeline has that component.
+    ``config``: overrides for loading
     ``model`` (a nested dict). Raises ValueError for an unknown corpus,
     OSError for missing data.
     """
@@ -852,10 +910,11 @@ def evaluate_raw(
     result: Dict[str, Any] = {"model": str(model) if not isinstance(model, Language) else f"{nlp.lang}_{nlp.meta.get('name')}",
                               "name": f"{nlp.lang}_{nlp.meta.get('name', '')}", "version": nlp.meta.get("version"),
                               "split": split, "config": config or {}, "corpora": {}}
+    units = any(nlp.get_pipe_meta(name).factory == "figurative_units" for name in nlp.pipe_names)
     for corpus in corpora:
         gold = read_gold(corpus, shared, annotations, split)
         t0 = time.perf_counter()
-        entry = {"raw": score_records(gold, predict_raw(nlp, gold, batch_size))}
+        entry = {"raw": score_records(gold, predict_raw(nlp, gold, batch_size), figurative_units=units)}
         entry["seconds"] = round(time.perf_counter() - t0, 1)
         entry["split"] = FIXED_SPLITS.get(corpus, split)
         if gold_units:
@@ -935,6 +994,11 @@ def headline_rows(entry: Dict[str, Any]) -> List[Tuple[str, ...]]:
                          _fmt(v["p"]), _fmt(v["r"]), _fmt(v["f"]),
                          _fmt(f_of(gold, ("figures", "per_device", device, "f")) if device != "micro"
                               else f_of(gold, ("figures", "micro", "f")))))
+    units = raw.get("figurative_units")
+    if units:
+        for device, v in [*units["per_device"].items(), ("micro", units["micro"])]:
+            rows.append((f"figurative_units component {device} ({v['support']} gold sentences, {v['predicted']} predicted units)",
+                         _fmt(v["p"]), _fmt(v["r"]), _fmt(v["f"]), ""))
     u = raw["units"]
     if not u["n_units"]:  # no gold sentence units (ConFiguRe)
         return rows
