@@ -109,6 +109,8 @@ def test_before_overrides_name_the_old_encoders():
     cpu = we.before_overrides(load_config(CPU_PIPELINE / "config.cfg"))
     assert cpu == {"components.tok2vec.model.@architectures": "spacy.Tok2Vec.v2"}
     trf = we.before_overrides(load_config(ROOT / "pipelines" / "zh_rhetoric_trf" / "config.cfg"))
-    # the transformer, and the static-vector encoder the averaged models' second members share
+    # the transformer, the static-vector encoder the averaged models' second members share,
+    # and the one the averaged parallelism linker's second member carries
     assert trf == {"components.transformer.model.get_spans.@span_getters": "spacy-transformers.strided_spans.v1",
-                   "components.tok2vec.model.@architectures": "spacy.Tok2Vec.v2"}
+                   "components.tok2vec.model.@architectures": "spacy.Tok2Vec.v2",
+                   "components.parallelism_linker.model.second.tok2vec.@architectures": "spacy.Tok2Vec.v2"}
