@@ -744,21 +744,28 @@ def score_figures(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]],
         for device in devices:
             units = [(s, e) for lab, s, e in g.figures if lab == device]
             sents = [(s["start"], s["end"]) for s in rec["sentences"] if device in s.get("coarse", {})]
-            c = counts[device]
-            c["predicted"] += len(sents)
-            c["support"] += len(units)
-            c["p_hits"] += sum(any(figure_match(s, u) for u in units) for s in sents)
-            c["r_hits"] += sum(any(figure_match(s, u) for s in sents) for u in units)
+            _count_overlaps(counts[device], sents, units)
     if not seen:
         return None
+    return {"per_device": {d: _overlap_prf(c) for d, c in counts.items()},
+            "micro": _overlap_prf(sum(counts.values(), Counter()))}
 
-    def block(c: Counter) -> Dict[str, Any]:
-        p = c["p_hits"] / c["predicted"] if c["predicted"] else 0.0
-        r = c["r_hits"] / c["support"] if c["support"] else 0.0
-        return {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0,
-                "predicted": c["predicted"], "support": c["support"]}
 
-    return {"per_device": {d: block(c) for d, c in counts.items()}, "micro": block(sum(counts.values(), Counter()))}
+def _count_overlaps(c: Counter, predicted: Sequence[Tuple[int, int]], gold: Sequence[Tuple[int, int]]) -> None:
+    """Add to ``c`` the predicted and gold spans (character offsets) and
+    how many of each :func:`figure_match` one of the other side."""
+    c["predicted"] += len(predicted)
+    c["support"] += len(gold)
+    c["p_hits"] += sum(any(figure_match(f, u) for u in gold) for f in predicted)
+    c["r_hits"] += sum(any(figure_match(f, u) for f in predicted) for u in gold)
+
+
+def _overlap_prf(c: Counter) -> Dict[str, Any]:
+    """``{"p", "r", "f", "predicted", "support"}`` of counts from :func:`_count_overlaps`."""
+    p = c["p_hits"] / c["predicted"] if c["predicted"] else 0.0
+    r = c["r_hits"] / c["support"] if c["support"] else 0.0
+    return {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0,
+            "predicted": c["predicted"], "support": c["support"]}
 
 
 def score_unit_devices(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]],
@@ -791,24 +798,13 @@ def score_unit_devices(gold: Sequence[GoldDoc], records: Sequence[Dict[str, Any]
         for device in devices:
             if device not in g.scored.get("coarse", ()):
                 continue
-            c = counts.setdefault(device, Counter())
             units = [(u.start, u.end) for u in g.units if device in u.labels.get("coarse", ())]
             found = [(u["start"], u["end"]) for u in predicted if u["label"] == device]
-            c["predicted"] += len(found)
-            c["support"] += len(units)
-            c["p_hits"] += sum(any(figure_match(f, u) for u in units) for f in found)
-            c["r_hits"] += sum(any(figure_match(f, u) for f in found) for u in units)
+            _count_overlaps(counts.setdefault(device, Counter()), found, units)
     if not counts:
         return None
-
-    def block(c: Counter) -> Dict[str, Any]:
-        p = c["p_hits"] / c["predicted"] if c["predicted"] else 0.0
-        r = c["r_hits"] / c["support"] if c["support"] else 0.0
-        return {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0,
-                "predicted": c["predicted"], "support": c["support"]}
-
-    return {"per_device": {d: block(counts[d]) for d in devices if d in counts},
-            "micro": block(sum(counts.values(), Counter())), "predicted_per_type": dict(per_type)}
+    return {"per_device": {d: _overlap_prf(counts[d]) for d in devices if d in counts},
+            "micro": _overlap_prf(sum(counts.values(), Counter())), "predicted_per_type": dict(per_type)}
 
 
 def consistency(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
