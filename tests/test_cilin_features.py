@@ -1,5 +1,5 @@
 """spacy_rhetoric.CilinFeatures.v1 and CilinTok2Vec.v1: the layer's contract on
-an inline tree, and the real tree where `spacy project run cilin` wrote it."""
+an inline tree, and the real tree where `spacy project run cilin research` wrote it."""
 import json
 from pathlib import Path
 
@@ -127,7 +127,7 @@ def test_errors(tmp_path):
         make(None, levels=[])
 
 
-@pytest.mark.skipif(not ASSET.is_file(), reason="assets/cilin/cilin_tree.json absent (spacy project run cilin)")
+@pytest.mark.skipif(not ASSET.is_file(), reason="assets/cilin/cilin_tree.json absent (spacy project run cilin research)")
 def test_real_tree_classes():
     table = load_cilin_tree(ASSET)
     assert len({code[0] for codes in table.values() for code in codes}) == 12
