@@ -21,7 +21,7 @@ import numpy
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span, SpanGroup
-from spacy.training import Example, validate_examples
+from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from spacy.util import registry
 from thinc.api import Config, Model, Optimizer, get_current_ops, set_dropout_rate
@@ -556,8 +556,10 @@ class RhetoricTextCategorizer(TrainablePipe):
         record which of them the examples annotate (``cfg["trained_labels"]``)
         and initialise the model on up to 10 examples.
 
-        Raises ValueError if no example annotates any label.
+        Raises TypeError (spaCy E930) if ``get_examples`` is not a callable
+        returning Examples, ValueError if no example annotates any label.
         """
+        validate_get_examples(get_examples, "RhetoricTextCategorizer.initialize")
         for key in labels if labels is not None else ALL_LEVEL_LABELS:
             self.add_label(key)
         trained = set()

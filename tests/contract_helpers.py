@@ -1,0 +1,104 @@
+"""Checks shared by the component contract tests (``test_contract_*.py``).
+
+Every contract test builds its pipeline the way a user does: a blank ``zh``
+pipeline (spaCy's character segmentation), ``nlp.add_pipe(<factory name>,
+config=...)`` with small widths, and inline Chinese examples written in the
+test module in the component's own gold format. Nothing here reads
+``../shared/data``, so the contracts run in any clone. The checks follow
+spaCy's own pipeline tests (``spacy/tests/pipeline/test_spancat.py``:
+``test_overfitting_IO``, the ``to_bytes``/``from_bytes`` round trip and
+``test_initialize_examples``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Sequence
+
+import pytest
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.util import registry
+
+#: Output summary of one processed doc (spans, labels, probabilities): what
+#: two pipelines must agree on.
+Output = Callable[[Doc], Any]
+
+
+def train(nlp: Language, name: str, examples: List[Example], n_iter: int, **update_kwargs) -> List[float]:
+    """``nlp.initialize`` on ``examples``, then ``n_iter`` ``nlp.update``
+    calls on all of them without dropout; returns ``name``'s loss per update."""
+    optimizer = nlp.initialize(lambda: examples)
+    history = []
+    for _ in range(n_iter):
+        losses: Dict[str, float] = {}
+        nlp.update(examples, sgd=optimizer, losses=losses, drop=0.0, **update_kwargs)
+        history.append(losses[name])
+    return history
+
+
+def assert_loss_falls(history: Sequence[float], factor: float = 0.1) -> None:
+    """The last loss is below ``factor`` times the first, and the loss of
+    the second update is already below the first (the first update moved
+    the weights the right way)."""
+    assert history[0] > 0.0, history[:3]
+    assert history[1] < history[0], history[:3]
+    assert history[-1] < factor * history[0], (history[0], history[-1])
+
+
+def assert_round_trips(nlp: Language, texts: Sequence[str], output: Output, tmp_path: Path) -> None:
+    """``nlp``'s output on ``texts`` is the same after
+
+    - ``nlp.to_disk`` and ``spacy.load`` (the whole pipeline from disk);
+    - ``nlp.to_bytes`` into a fresh pipeline built from ``nlp.config``;
+    - the components' own ``to_bytes``/``from_bytes`` and
+      ``to_disk``/``from_disk`` into fresh components of that pipeline.
+    """
+    before = [output(doc) for doc in nlp.pipe(texts)]
+
+    nlp.to_disk(tmp_path / "pipeline")
+    from_disk = spacy.load(tmp_path / "pipeline")
+    assert from_disk.pipe_names == nlp.pipe_names
+    assert [output(doc) for doc in from_disk.pipe(texts)] == before
+
+    from_bytes = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
+    from_bytes.from_bytes(nlp.to_bytes())
+    assert [output(doc) for doc in from_bytes.pipe(texts)] == before
+
+    by_component = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
+    for i, name in enumerate(nlp.pipe_names):
+        pipe = nlp.get_pipe(name)
+        fresh = by_component.get_pipe(name)
+        if hasattr(pipe, "to_bytes"):
+            if i % 2:
+                folder = tmp_path / f"component_{name}"
+                pipe.to_disk(folder)
+                fresh.from_disk(folder)
+            else:
+                fresh.from_bytes(pipe.to_bytes())
+    assert [output(doc) for doc in by_component.pipe(texts)] == before
+
+
+def assert_scorer_keys(nlp: Language, name: str, examples: Iterable[Example], scorer_name: str) -> Dict[str, Any]:
+    """The component's scorer is the registered ``scorer_name`` and
+    ``nlp.evaluate`` returns every key its factory declares in
+    ``default_score_weights`` (the keys ``spacy train`` reads). Returns the
+    scores."""
+    pipe = nlp.get_pipe(name)
+    assert nlp.config["components"][name]["scorer"] == {"@scorers": scorer_name}
+    assert pipe.scorer is registry.scorers.get(scorer_name)()
+    documented = set(nlp.get_pipe_meta(name).default_score_weights)
+    assert documented, f"{name} declares no score keys"
+    scores = nlp.evaluate(list(examples))
+    assert documented <= set(scores), sorted(documented - set(scores))
+    return scores
+
+
+def assert_initialize_checks_get_examples(nlp: Language) -> None:
+    """``nlp.initialize`` refuses a ``get_examples`` that is not a callable
+    returning Examples, as spaCy's own components do (E930)."""
+    with pytest.raises(TypeError, match="E930"):
+        nlp.initialize(get_examples=lambda: None)
+    with pytest.raises(TypeError, match="E930"):
+        nlp.initialize(get_examples=lambda: [nlp.make_doc("天很蓝。")])
