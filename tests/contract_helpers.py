@@ -95,10 +95,11 @@ def assert_scorer_keys(nlp: Language, name: str, examples: Iterable[Example], sc
     return scores
 
 
-def assert_initialize_checks_get_examples(nlp: Language) -> None:
-    """``nlp.initialize`` refuses a ``get_examples`` that is not a callable
-    returning Examples, as spaCy's own components do (E930)."""
+def assert_initialize_checks_get_examples(pipe, nlp: Language) -> None:
+    """The component's ``initialize`` refuses a ``get_examples`` that is not
+    a callable returning Examples, as spaCy's own components do
+    (E930 for no iterable, E978 for Docs instead of Examples)."""
     with pytest.raises(TypeError, match="E930"):
-        nlp.initialize(get_examples=lambda: None)
-    with pytest.raises(TypeError, match="E930"):
-        nlp.initialize(get_examples=lambda: [nlp.make_doc("天很蓝。")])
+        pipe.initialize(lambda: None, nlp=nlp)
+    with pytest.raises(TypeError, match="E978"):
+        pipe.initialize(lambda: [nlp.make_doc("天很蓝。")], nlp=nlp)

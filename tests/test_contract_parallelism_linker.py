@@ -1,0 +1,141 @@
+"""Contract of ``parallelism_linker`` on inline examples (no corpus needed).
+
+Gold format (``spacy_rhetoric.set_parallelisms``): each parallelism of the
+reference doc is a list of its branches' ``(start, end)`` token offsets,
+stored as the span groups ``doc.spans["parallelism"]`` (every branch) and
+``["parallelism_N"]`` (one group per parallelism); a doc without any is
+annotated as having none.
+"""
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.util import fix_random_seed
+
+from contract_helpers import (
+    assert_initialize_checks_get_examples,
+    assert_loss_falls,
+    assert_round_trips,
+    assert_scorer_keys,
+    train,
+)
+from spacy_rhetoric import parallelisms, set_parallelisms
+
+NAME = "parallelism_linker"
+
+#: One doc per entry: its text and its parallelisms, each the texts of its
+#: branches in document order.
+TRAIN_DATA: List[Tuple[str, List[List[str]]]] = [
+    ("我们爱春天的花，我们爱夏天的雨，我们爱秋天的叶。", [["我们爱春天的花", "我们爱夏天的雨", "我们爱秋天的叶"]]),
+    ("读书使人充实，思考使人深刻，交流使人开阔。", [["读书使人充实", "思考使人深刻", "交流使人开阔"]]),
+    ("今天我们去公园散步。", []),
+    ("他是一个好学生，大家都喜欢他。", []),
+]
+TEXTS = [text for text, _ in TRAIN_DATA]
+SMALL = {
+    "model": {
+        "hidden_width": 32,
+        "dropout": 0.0,
+        "tok2vec": {"embed": {"width": 32, "rows": [500, 200, 200]}, "encode": {"width": 32, "depth": 1}},
+    }
+}
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """The BiLSTM on one thread (the machine may be shared)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def make_nlp():
+    nlp = spacy.blank("zh")
+    nlp.add_pipe(NAME, config=SMALL)
+    return nlp
+
+
+def reference(nlp, text: str, groups) -> Doc:
+    doc = nlp.make_doc(text)
+    offsets = []
+    for branches in groups:
+        found, cursor = [], 0
+        for branch in branches:
+            start = text.index(branch, cursor)
+            span = doc.char_span(start, start + len(branch))
+            found.append((span.start, span.end))
+            cursor = start + len(branch)
+        offsets.append(found)
+    set_parallelisms(doc, offsets)
+    return doc
+
+
+def make_examples(nlp) -> List[Example]:
+    return [Example(nlp.make_doc(text), reference(nlp, text, groups)) for text, groups in TRAIN_DATA]
+
+
+def branch_texts(doc: Doc):
+    return [[span.text for span in group] for group in parallelisms(doc)]
+
+
+def output(doc: Doc):
+    return [[(s.start, s.end, s.label_, s.id_) for s in group] for group in parallelisms(doc)]
+
+
+@pytest.fixture(scope="module")
+def trained():
+    fix_random_seed(0)
+    nlp = make_nlp()
+    history = train(nlp, NAME, make_examples(nlp), 60)
+    return nlp, history
+
+
+def test_parallelism_linker_initialize_takes_the_tags_of_the_examples():
+    nlp = make_nlp()
+    nlp.initialize(lambda: make_examples(nlp))
+    labels = nlp.get_pipe(NAME).labels
+    assert {"O", "B", "I"} <= set(labels)
+    # the two later branches of each parallelism link back to the branch before
+    assert any(tag.startswith("J") for tag in labels), labels
+
+
+def test_parallelism_linker_update_lowers_the_loss(trained):
+    _, history = trained
+    assert_loss_falls(history)
+
+
+def test_parallelism_linker_overfits_the_inline_examples(trained):
+    nlp, _ = trained
+    for doc, (_, groups) in zip(nlp.pipe(TEXTS), TRAIN_DATA):
+        assert branch_texts(doc) == groups, doc.text
+    scores = nlp.evaluate(make_examples(nlp))
+    for metric in ("epm", "mpbm", "mbawo", "mwo"):
+        assert scores[f"parallelism_{metric}_f"] == 1.0, metric
+
+
+def test_parallelism_linker_round_trips_to_disk_and_bytes(trained, tmp_path):
+    nlp, _ = trained
+    assert_round_trips(nlp, TEXTS, output, tmp_path)
+
+
+def test_parallelism_linker_scorer_returns_its_documented_keys(trained):
+    nlp, _ = trained
+    assert_scorer_keys(nlp, NAME, make_examples(nlp), "spacy_rhetoric.parallelism_scorer.v1")
+
+
+def test_parallelism_linker_needs_initialize_and_a_document():
+    nlp = make_nlp()
+    with pytest.raises(ValueError, match="E109"):
+        nlp("读书使人充实，思考使人深刻。")
+    linker = nlp.get_pipe(NAME)
+    assert_initialize_checks_get_examples(linker, nlp)
+    empty = [Example(nlp.make_doc(""), nlp.make_doc(""))]
+    with pytest.raises(ValueError, match="R101"):
+        linker.initialize(lambda: empty, nlp=nlp)
