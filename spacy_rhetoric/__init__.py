@@ -16,7 +16,7 @@ def __getattr__(name: str):
     # doc_to_record is imported on first use: the records module pulls in
     # the taxonomy and span helpers, which `import spacy_rhetoric` should not
     if name == "doc_to_record":
-        from .records import doc_to_record
+        from .analysis.records import doc_to_record
 
         return doc_to_record
     raise AttributeError(f"module 'spacy_rhetoric' has no attribute {name!r}")

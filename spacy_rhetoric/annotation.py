@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 from .taxonomy import COMPONENT_LABELS, LEVEL_LABELS, LEVELS, LITERAL
 
 _LINE_BREAK = re.compile("[\r\n]")
+#: Clause-ending characters that do not end a sentence (ConFiguRe's clause
+#: punctuation, Zhu et al. 2022 §3.1, with ASCII and full-width variants).
+CLAUSE_PUNCT = "，,：:—"
+#: Sentence-ending characters (they also end a clause): PSE-I's ``<sent>`` unit.
+SENTENCE_PUNCT = "。．.？?！!；;…"
 ANNOTATED_KEY = "rhetoric_annotated"
 #: ``doc.user_data`` key of label disjunctions known to hold for every
 #: sentence of the doc: a list of ``"level/label"`` lists, each meaning "at

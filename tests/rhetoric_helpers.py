@@ -12,7 +12,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import fix_random_seed
 
-from spacy_rhetoric.readers import gold_word_example
+from spacy_rhetoric.corpora.readers import gold_word_example
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score, ndcg_score
 
-from spacy_rhetoric.evaluation.agreement import (
+from spacy_rhetoric.research.agreement import (
     cohen_kappa,
     hit_ratio_at_k,
     mrr,

@@ -9,10 +9,10 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 
-from spacy_rhetoric.analysis_io import InputDoc
+from spacy_rhetoric.analysis.io import InputDoc
 from spacy_rhetoric.components.analysis_record import AnalysisRecord
-from spacy_rhetoric.engines import RECORD_COMPONENT, local_results
-from spacy_rhetoric.records import RECORD_BODY_KEY, doc_sections, doc_to_record
+from spacy_rhetoric.analysis.engines import RECORD_COMPONENT, local_results
+from spacy_rhetoric.analysis.records import RECORD_BODY_KEY, doc_sections, doc_to_record
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / "pipelines" / "zh_rhetoric"
@@ -25,7 +25,7 @@ def nlp():
 
 @pytest.fixture(scope="module")
 def texts(pse_dir: Path):
-    from spacy_rhetoric.analyze import iter_inputs
+    from spacy_rhetoric.analysis.driver import iter_inputs
 
     return [item.text for item in iter_inputs([pse_dir], split="test")][:6]
 
@@ -59,7 +59,7 @@ def test_two_processes_after_use_in_parent_give_the_one_process_records(nlp, tex
     """The real sequence: the parent analyses one text, then a folder with
     two workers; records and HTML sections equal one process's, the parent
     built none of them (the workers did), and the pipeline is as it was."""
-    from spacy_rhetoric import records
+    from spacy_rhetoric.analysis import records
 
     nlp(texts[0])
     names = list(nlp.pipe_names)
@@ -79,6 +79,6 @@ def test_two_processes_after_use_in_parent_give_the_one_process_records(nlp, tex
 
 def test_doc_to_record_is_exported_from_the_package_root():
     import spacy_rhetoric
-    from spacy_rhetoric.records import doc_to_record
+    from spacy_rhetoric.analysis.records import doc_to_record
 
     assert spacy_rhetoric.doc_to_record is doc_to_record and "doc_to_record" in spacy_rhetoric.__all__

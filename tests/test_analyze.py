@@ -12,8 +12,8 @@ import pytest
 import spacy
 from typer.testing import CliRunner
 
-from spacy_rhetoric.analysis_io import DocumentError
-from spacy_rhetoric.analyze import SCHEMA, analyze, doc_sections, doc_to_record, expand_paths, iter_inputs, read_pse_essay
+from spacy_rhetoric.analysis.io import DocumentError
+from spacy_rhetoric.analysis.driver import SCHEMA, analyze, doc_sections, doc_to_record, expand_paths, iter_inputs, read_pse_essay
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.corpora.pse_i import read_essay, read_splits
 from spacy_rhetoric.errors import CorpusFormatError

@@ -20,9 +20,10 @@ import spacy
 from spacy.language import Language
 from typer.testing import CliRunner
 
-from spacy_rhetoric import analysis_io, engines
-from spacy_rhetoric.analysis_io import DocumentError, decode_text, expand_inputs, read_pse_essay, scan_jsonl
-from spacy_rhetoric.analyze import SCHEMA, analyze
+from spacy_rhetoric.analysis import engines
+from spacy_rhetoric.analysis import io as analysis_io
+from spacy_rhetoric.analysis.io import DocumentError, decode_text, expand_inputs, read_pse_essay, scan_jsonl
+from spacy_rhetoric.analysis.driver import SCHEMA, analyze
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.corpora.pse_i import read_splits
 

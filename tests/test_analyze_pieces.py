@@ -1,5 +1,5 @@
 """Documents analysed in pieces with normalised line endings
-(``spacy_rhetoric.pieces``): the cuts, the offset maps, and ``analyze`` on
+(``spacy_rhetoric.analysis.pieces``): the cuts, the offset maps, and ``analyze`` on
 real PSE-I essays with the shipped pipeline."""
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 import spacy
 from spacy.language import Language
 
-from spacy_rhetoric.analysis_io import read_pse_essay
-from spacy_rhetoric.analyze import analyze
+from spacy_rhetoric.analysis.io import read_pse_essay
+from spacy_rhetoric.analysis.driver import analyze
 from spacy_rhetoric.corpora.pse_i import read_splits
-from spacy_rhetoric.pieces import merge_bodies, normalize_line_endings, piece_bounds
+from spacy_rhetoric.analysis.pieces import merge_bodies, normalize_line_endings, piece_bounds
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / "pipelines" / "zh_rhetoric"

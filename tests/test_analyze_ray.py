@@ -17,7 +17,7 @@ from typing import List
 import pytest
 from typer.testing import CliRunner
 
-from spacy_rhetoric.analysis_io import read_pse_essay
+from spacy_rhetoric.analysis.io import read_pse_essay
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.corpora.pse_i import read_splits
 

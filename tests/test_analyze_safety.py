@@ -106,7 +106,7 @@ def test_control_characters_in_a_file_name_are_escaped(model, tmp_path):
 
 
 def test_printable_escapes_what_moves_the_cursor_and_keeps_the_rest():
-    from spacy_rhetoric.analysis_io import printable
+    from spacy_rhetoric.analysis.io import printable
 
     assert printable("作文 12.txt") == "作文 12.txt"
     assert printable("a\tb\nc\x7f\x9b\u2028\u2066") == "a\\tb\\nc\\x7f\\x9b\\u2028\\u2066"

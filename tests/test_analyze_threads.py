@@ -1,11 +1,11 @@
-"""Threads that never oversubscribe the machine (``spacy_rhetoric.ml.threads``):
+"""Threads that never oversubscribe the machine (``spacy_rhetoric.runtime.threads``):
 a transformer encoder's default leaves the cores that other processes use,
 and ``--threads`` sets every pool the pipelines touch."""
 from __future__ import annotations
 
 import pytest
 
-from spacy_rhetoric.ml import threads
+from spacy_rhetoric.runtime import threads
 
 
 @pytest.fixture()
@@ -41,7 +41,7 @@ def test_the_encoder_default_leaves_the_cores_others_use(default_threads, monkey
 
 
 def test_a_busy_process_takes_a_core_from_the_encoder(default_threads):
-    from spacy_rhetoric.benchmark import CompetingLoad
+    from spacy_rhetoric.evaluation.benchmark import CompetingLoad
 
     cap = threads.machine_threads()
     with CompetingLoad(1):

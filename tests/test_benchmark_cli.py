@@ -48,7 +48,7 @@ def test_benchmark_memory_reports_the_peak_rss_of_each_analyze_run(pse_dir: Path
 def test_competing_load_runs_busy_processes_only_inside_the_block():
     import psutil
 
-    from spacy_rhetoric.benchmark import CompetingLoad
+    from spacy_rhetoric.evaluation.benchmark import CompetingLoad
 
     with CompetingLoad(2) as load:
         procs = [psutil.Process(p.pid) for p in load._procs]

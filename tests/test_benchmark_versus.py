@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from spacy_rhetoric.benchmark import benchmark_versus, run_seconds
+from spacy_rhetoric.evaluation.benchmark import benchmark_versus, run_seconds
 from spacy_rhetoric.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,8 +23,8 @@ from spacy_rhetoric.corpora.cmc import (
 )
 from spacy_rhetoric.corpora.docbin import read_docbin
 from spacy_rhetoric.errors import CorpusFormatError
-from spacy_rhetoric.evaluation.cmc import evaluate_cmc, prf, score_cmc
-from spacy_rhetoric.tokenizer import make_nlp
+from spacy_rhetoric.research.cmc import evaluate_cmc, prf, score_cmc
+from spacy_rhetoric.tokenizer.chinese import make_nlp
 
 from rhetoric_helpers import write_annotation_dir
 

@@ -183,7 +183,7 @@ def test_malformed_annotation_names_file_and_line(cmre_head, tmp_path, change, m
 
 def test_agreement_of_sentences_without_essays(tmp_path):
     """annotation-agreement keys CMRE records by split and line."""
-    from spacy_rhetoric.evaluation.annotation_agreement import annotation_agreement
+    from spacy_rhetoric.research.annotation_agreement import annotation_agreement
 
     first = [{"split": "train", "line": 5, "text_sha1": text_sha1("河水在唱歌"), "coarse": ["personification"], "components": []},
              {"split": "dev", "line": 5, "text_sha1": text_sha1("别的句子"), "coarse": [], "components": []}]

@@ -9,7 +9,7 @@ import numpy
 import pytest
 from thinc.api import NumpyOps
 
-from spacy_rhetoric.ml.cpu_ops import OneThreadBLASOps, use_one_thread_blas
+from spacy_rhetoric.runtime.cpu_ops import OneThreadBLASOps, use_one_thread_blas
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = sorted(p.parent for p in (ROOT / "pipelines").glob("*/config.cfg"))
@@ -58,7 +58,7 @@ def test_a_child_forked_while_another_thread_enters_a_product_does_not_hang():
     # nlp.pipe(n_process=2) forks; a service thread may be multiplying then
     import multiprocessing
 
-    from spacy_rhetoric.ml import cpu_ops
+    from spacy_rhetoric.runtime import cpu_ops
 
     def child(queue):
         out = OneThreadBLASOps().gemm(numpy.ones((4, 4), dtype="f"), numpy.ones((4, 4), dtype="f"))

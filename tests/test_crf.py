@@ -5,7 +5,7 @@ import numpy
 import pytest
 from thinc.api import NumpyOps
 
-from spacy_rhetoric.crf import (
+from spacy_rhetoric.ml.crf import (
     CRF,
     FORBIDDEN,
     crf_decode,
@@ -16,7 +16,7 @@ from spacy_rhetoric.crf import (
     pad,
     viterbi,
 )
-from spacy_rhetoric.tagging import TagScheme
+from spacy_rhetoric.ml.tagging import TagScheme
 
 
 def _path_score(emit, path, start, trans, end):

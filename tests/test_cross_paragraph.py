@@ -148,7 +148,7 @@ def shipped(request):
 
 
 def test_essay_372_through_nlp(shipped, pse_dir):
-    from spacy_rhetoric.analysis_io import read_pse_essay
+    from spacy_rhetoric.analysis.io import read_pse_essay
 
     doc = shipped(read_pse_essay(pse_dir / "xml" / "372.xml"))
     found = [[b.text for b in g] for g in parallelisms(doc, kind=CROSS_PARAGRAPH)]
@@ -163,7 +163,7 @@ def test_essay_372_through_nlp(shipped, pse_dir):
 def test_essay_372_through_analyze_and_the_service(pse_dir, tmp_path):
     from fastapi.testclient import TestClient
 
-    from spacy_rhetoric.analysis_io import read_pse_essay
+    from spacy_rhetoric.analysis.io import read_pse_essay
     from spacy_rhetoric.serve import create_app
 
     out = tmp_path / "out.jsonl"

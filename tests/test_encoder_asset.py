@@ -1,4 +1,4 @@
-"""The pretrained encoder asset (spacy_rhetoric.encoders): the TF -> HF name
+"""The pretrained encoder asset (spacy_rhetoric.assets.encoders): the TF -> HF name
 mapping and the wheel extraction on synthetic inputs (no TensorFlow), and,
 when `spacy project run encoder` has built assets/encoders/roformer-sim-small,
 the converted model itself."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spacy_rhetoric.encoders import (
+from spacy_rhetoric.assets.encoders import (
     CHECKPOINT_DIRNAME,
     POOLER_FILE,
     WHEEL_MEMBER,
@@ -125,7 +125,7 @@ needs_asset = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def encoder():
-    from spacy_rhetoric.encoders import RoFormerSimEncoder
+    from spacy_rhetoric.assets.encoders import RoFormerSimEncoder
 
     return RoFormerSimEncoder(ENCODER)
 
@@ -160,7 +160,7 @@ def test_paraphrases_score_higher_than_unrelated_pairs(encoder, pooling):
 def test_head_generates_a_paraphrase():
     """The head is SimBERT's UniLM generator; greedy decoding gives what
     bert4keras gives on the original checkpoint."""
-    from spacy_rhetoric.encoders import unilm_generate
+    from spacy_rhetoric.assets.encoders import unilm_generate
 
     assert unilm_generate(ENCODER, "北京是中国的首都", max_new_tokens=12) == "北京是中国的首都吗"
 

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from fake_openai import FakeOpenAIServer, valid
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.errors import CorpusFormatError
-from spacy_rhetoric.evaluation.generation import read_generation_jsonl
+from spacy_rhetoric.research.generation import read_generation_jsonl
 
 RECORD = {"context": ["天上挂着月亮。"], "condition": {"rhetoric": "metaphor", "object": "月亮"},
           "reference": "弯弯的月亮像小船。", "candidates": ["月亮像一只小船。", "月亮像一个大玉盘。"]}

@@ -227,7 +227,7 @@ def test_scorer_is_registered_and_returns_none_without_gold():
 
 def test_record_lists_figurative_units_with_chinese_names():
     from spacy_rhetoric.corpora.configure import set_figurative_units
-    from spacy_rhetoric.records import doc_to_record
+    from spacy_rhetoric.analysis.records import doc_to_record
 
     nlp = spacy.blank("zh")
     nlp.add_pipe("clause_segmenter")

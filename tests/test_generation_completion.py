@@ -186,7 +186,7 @@ def test_real_gemma_asset_generates():
 
 
 def test_benchmark_generation_counts_generated_tokens(tiny_base, records):
-    from spacy_rhetoric.benchmark import benchmark_generation
+    from spacy_rhetoric.evaluation.benchmark import benchmark_generation
 
     gen = RhetoricGenerator(None, TransformersBackend(str(tiny_base), device="cpu", seed=0),
                             prompt_style="completion", n_shots=1, n_candidates=1, temperature=1.0, max_new_tokens=5)

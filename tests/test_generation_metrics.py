@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from spacy_rhetoric.errors import CorpusFormatError
-from spacy_rhetoric.evaluation.generation import NOT_AVAILABLE, evaluate_generation, read_generation_jsonl
-from spacy_rhetoric.evaluation.rhetoric_success import check_record, object_matches, success_summary
+from spacy_rhetoric.research.generation import NOT_AVAILABLE, evaluate_generation, read_generation_jsonl
+from spacy_rhetoric.llm.rhetoric_success import check_record, object_matches, success_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / "pipelines" / "zh_rhetoric"
@@ -65,14 +65,14 @@ def tiny_lm(tmp_path_factory):
 @pytest.fixture(scope="module")
 def jiagu_sentiment():
     pytest.importorskip("jiagu", reason="jiagu not installed: pip install -e '.[generation]'")
-    from spacy_rhetoric.evaluation.hauser import JiaguSentiment
+    from spacy_rhetoric.llm.hauser import JiaguSentiment
 
     return JiaguSentiment()
 
 
 @pytest.fixture(scope="module")
 def rhetoric_nlp():
-    from spacy_rhetoric.evaluation.rhetoric_success import load_rhetoric_model
+    from spacy_rhetoric.llm.rhetoric_success import load_rhetoric_model
 
     return load_rhetoric_model(str(PIPELINE))
 
@@ -86,7 +86,7 @@ def write_jsonl(path: Path, records) -> Path:
 
 
 def test_kenlm_perplexity_by_hand(tiny_lm):
-    from spacy_rhetoric.evaluation.ngram_lm import score_text
+    from spacy_rhetoric.llm.ngram_lm import score_text
 
     # <s> 月亮 </s>: log10 P = -0.2 (月亮|<s>) - 0.3 (</s>|月亮), 2 tokens
     counts = score_text(tiny_lm, "月亮")
@@ -101,7 +101,7 @@ def test_kenlm_perplexity_by_hand(tiny_lm):
 
 
 def test_lattice_segmentation_is_the_most_probable(tiny_lm):
-    from spacy_rhetoric.evaluation.ngram_lm import segment_clause
+    from spacy_rhetoric.llm.ngram_lm import segment_clause
 
     def splits(text):
         for cuts in itertools.product([False, True], repeat=len(text) - 1):
@@ -120,7 +120,7 @@ def test_lattice_segmentation_is_the_most_probable(tiny_lm):
 
 
 def test_kenlm_clauses_and_oov(tiny_lm):
-    from spacy_rhetoric.evaluation.ngram_lm import clauses, kenlm_perplexity
+    from spacy_rhetoric.llm.ngram_lm import clauses, kenlm_perplexity
 
     assert clauses("月亮，像 小船！ABC") == ["月亮", "像", "小船", "ABC"]
     corpus, per_text = kenlm_perplexity(["月亮ABC", "", "，。"], tiny_lm)
@@ -135,7 +135,7 @@ def test_kenlm_clauses_and_oov(tiny_lm):
 
 
 def test_missing_kenlm_file_says_how_to_get_it(tmp_path):
-    from spacy_rhetoric.evaluation.ngram_lm import load_kenlm
+    from spacy_rhetoric.llm.ngram_lm import load_kenlm
 
     with pytest.raises(FileNotFoundError, match="kenlm-model"):
         load_kenlm(tmp_path / "none.lm")
@@ -151,7 +151,7 @@ def test_jiagu_polarity(jiagu_sentiment):
 
 
 def test_sentiment_consistency_follows_the_literal(jiagu_sentiment):
-    from spacy_rhetoric.evaluation.hauser import sentiment_consistency
+    from spacy_rhetoric.llm.hauser import sentiment_consistency
 
     literal = "他的心很冷，让人害怕。"
     keep, flip = sentiment_consistency(jiagu_sentiment, [literal] * 2, [NEGATIVE, POSITIVE])
@@ -203,8 +203,8 @@ def _first_test_simile_with_tenor(simile_dir: Path, tenor: str):
 
 
 def test_success_with_the_shipped_pipeline(simile_dir, rhetoric_nlp):
-    from spacy_rhetoric.analyze import single_torch_thread
-    from spacy_rhetoric.evaluation.rhetoric_success import check_docs
+    from spacy_rhetoric.analysis.driver import single_torch_thread
+    from spacy_rhetoric.llm.rhetoric_success import check_docs
 
     simile = _first_test_simile_with_tenor(simile_dir, "妈妈")
     literal = "我今天早上七点去学校上课。"

@@ -7,8 +7,8 @@ from spacy.util import registry
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from spacy_rhetoric.corpora.simile import read_simile, split_path, tag_spans
-from spacy_rhetoric.evaluation import hauser
-from spacy_rhetoric.evaluation.hauser import (
+from spacy_rhetoric.llm import hauser
+from spacy_rhetoric.llm.hauser import (
     Components,
     HauserScorer,
     SequenceClassifier,
@@ -20,7 +20,7 @@ from spacy_rhetoric.evaluation.hauser import (
     rerank,
     rule_components,
 )
-from spacy_rhetoric.evaluation.kb import SimileKB, build_kb
+from spacy_rhetoric.llm.kb import SimileKB, build_kb
 from tiny_models import tiny_classifier
 
 

@@ -70,8 +70,8 @@ def find_cycle(graph: Dict[str, Set[str]]) -> List[str]:
 
 def test_import_graph_is_read():
     graph = import_graph()
-    assert "spacy_rhetoric.records" in graph["spacy_rhetoric.analyze"]
-    assert "spacy_rhetoric.records" in graph["spacy_rhetoric.engines"]
+    assert "spacy_rhetoric.analysis.records" in graph["spacy_rhetoric.analysis.driver"]
+    assert "spacy_rhetoric.analysis.records" in graph["spacy_rhetoric.analysis.engines"]
 
 
 def test_no_import_circle():

@@ -124,7 +124,7 @@ def test_parallelism_crops_give_each_parallelism_its_sentences_alone(corpus_docs
     annotates parallelism only, and a paragraph without one gives none."""
     from spacy.tokens import DocBin
 
-    from spacy_rhetoric.readers import create_corpora_reader, crop_parallelisms
+    from spacy_rhetoric.corpora.readers import create_corpora_reader, crop_parallelisms
     from spacy_rhetoric.spangroups import parallelism_offsets
 
     paragraphs = corpus_docs["pse-i"]

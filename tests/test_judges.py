@@ -9,7 +9,7 @@ import pytest
 
 from fake_openai import FakeOpenAIServer, malformed, slow, valid
 from spacy_rhetoric.errors import JudgeParseError
-from spacy_rhetoric.evaluation.judges import (
+from spacy_rhetoric.research.judges import (
     DIMENSIONS,
     GenerationItem,
     MetaphorJudge,

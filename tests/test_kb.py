@@ -5,7 +5,7 @@ import pytest
 
 from spacy_rhetoric.corpora.simile import split_path
 from spacy_rhetoric.errors import CorpusFormatError
-from spacy_rhetoric.evaluation.kb import SimileKB, build_kb, normalize, pair_components
+from spacy_rhetoric.llm.kb import SimileKB, build_kb, normalize, pair_components
 
 
 @pytest.fixture(scope="module")

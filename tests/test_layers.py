@@ -6,7 +6,7 @@ import numpy
 import pytest
 from thinc.api import fix_random_seed
 
-from spacy_rhetoric.architectures import build_cnn_bilstm_encoder
+from spacy_rhetoric.ml.cnn_bilstm import build_cnn_bilstm_encoder
 from spacy_rhetoric.ml.lstm import PackedBiLSTM, PackedPyTorchLSTM
 
 
@@ -99,7 +99,7 @@ def test_threads_predicting_at_once_keep_their_own_settings(lstm_threads):
 
     import torch
 
-    from spacy_rhetoric.ml.threads import one_thread_prediction
+    from spacy_rhetoric.runtime.threads import one_thread_prediction
 
     seen = {}
     inside, release = threading.Event(), threading.Event()

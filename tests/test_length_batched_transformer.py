@@ -197,7 +197,7 @@ def test_negative_batch_tokens_is_a_clear_error(bert):
 def test_shipped_transformer_pipeline_gives_the_padded_answers(pse_dir):
     """The shipped ``zh_rhetoric_trf`` (by length) and the same weights run
     by TransformerModel.v3 give three real essays the same analysis."""
-    from spacy_rhetoric.analyze import iter_inputs
+    from spacy_rhetoric.analysis.driver import iter_inputs
     from test_same_answer import TOLERANCE, annotations, max_difference
 
     path = ROOT / "pipelines" / "zh_rhetoric_trf"
@@ -215,7 +215,7 @@ def test_negative_cpu_threads_below_minus_one_is_a_clear_error(bert):
 
 
 def test_encoder_threads(monkeypatch):
-    from spacy_rhetoric.ml import threads
+    from spacy_rhetoric.runtime import threads
 
     monkeypatch.setattr(threads, "_worker", False)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
@@ -244,8 +244,8 @@ def test_cpu_threads_apply_to_the_encoder_alone(bert, simile_dir, monkeypatch):
     the encoder's prediction runs on ``cpu_threads`` and the caller's
     setting is back afterwards. Training and a forked worker are left as
     they are."""
-    from spacy_rhetoric.ml import threads
-    from spacy_rhetoric.records import single_torch_thread
+    from spacy_rhetoric.runtime import threads
+    from spacy_rhetoric.analysis.records import single_torch_thread
 
     monkeypatch.setattr(threads, "_worker", False)
     refs = list(simile_docs(simile_dir, "Train", 12))

@@ -133,7 +133,7 @@ def test_parallelism_average_is_the_weighted_mean_of_emissions_and_crf_scores():
 
 
 def test_bump_patch():
-    from spacy_rhetoric.pipeline import bump_patch
+    from spacy_rhetoric.packaging import bump_patch
 
     assert bump_patch("0.4.4") == "0.4.5" and bump_patch("1.2.9") == "1.2.10" and bump_patch("0.4.4.dev0") == "0.4.5"
     with pytest.raises(ValueError):
@@ -143,7 +143,7 @@ def test_bump_patch():
 def test_swap_component_replaces_one_component_under_the_lock(tmp_path: Path):
     """The swap reads the target as it is when the lock is free, changes only
     the named component and the version, and leaves no lock or temp folder."""
-    from spacy_rhetoric.pipeline import swap_component
+    from spacy_rhetoric.packaging import swap_component
 
     target = spacy.blank("zh")
     target.add_pipe("sentencizer", config={"punct_chars": ["。"]})

@@ -8,7 +8,7 @@ import catalogue
 import pytest
 import srsly
 
-from spacy_rhetoric.msgpack_codecs import RegistryScan, look_up_msgpack_codecs_once
+from spacy_rhetoric.runtime.msgpack_codecs import RegistryScan, look_up_msgpack_codecs_once
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = sorted(p.parent for p in (ROOT / "pipelines").glob("*/config.cfg"))

@@ -11,7 +11,7 @@ import spacy
 from typer.testing import CliRunner
 
 from spacy_rhetoric.cli import app
-from spacy_rhetoric.evaluation.object_thresholds import GRID, choose, labelled_pairs, sweep
+from spacy_rhetoric.research.object_thresholds import GRID, choose, labelled_pairs, sweep
 from spacy_rhetoric.llm.records import RGRecord, essay_rg_records, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,7 +30,7 @@ from spacy_rhetoric.annotation import (
     gold_sentence_labels,
     sentence_spans,
 )
-from spacy_rhetoric.readers import gold_word_example
+from spacy_rhetoric.corpora.readers import gold_word_example
 from spacy_rhetoric.spangroups import PARALLELISM_KEY, parallelism_offsets, parallelisms, set_parallelisms
 from spacy_rhetoric.taxonomy import LEVEL_LABELS, LEVELS
 

@@ -3,7 +3,7 @@
 The pipeline is the small one of ``tests/tiny_pipeline.py``: real components
 (pkuseg tokenizer, clause segmenter, rhetoric_textcat, rhetoric_components,
 parallelism_linker) trained a few steps on real documents and assembled with
-``spacy_rhetoric.pipeline``; the inputs are real PSE-I test essays plus the
+``spacy_rhetoric.packaging``; the inputs are real PSE-I test essays plus the
 edge cases of DESIGN §5.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 import spacy
 
 from spacy_rhetoric import parallelisms
-from spacy_rhetoric.analyze import SCHEMA, analyze_docs, doc_to_record, InputDoc
-from spacy_rhetoric.benchmark import pse_test_texts
+from spacy_rhetoric.analysis.driver import SCHEMA, analyze_docs, doc_to_record, InputDoc
+from spacy_rhetoric.evaluation.benchmark import pse_test_texts
 
 from tiny_pipeline import build
 
@@ -135,7 +135,7 @@ def test_benchmark_pipelines_reports_every_figure(pse_dir):
     """The benchmark command's figures on real essays: best and median,
     chars/s, the tokenizer alone, component shares that sum to 1, load time."""
     from conftest import ROOT
-    from spacy_rhetoric.benchmark import benchmark_pipelines
+    from spacy_rhetoric.evaluation.benchmark import benchmark_pipelines
 
     texts = pse_test_texts(pse_dir)["texts"][:2]
     result = benchmark_pipelines([ROOT / "pipelines" / "zh_rhetoric"], texts, n_processes=[1], repeat=2)
@@ -153,7 +153,7 @@ def test_benchmark_pipelines_reports_every_figure(pse_dir):
 
 
 def test_process_speedups_are_ratios_of_seconds_to_the_fewest_processes():
-    from spacy_rhetoric.benchmark import add_process_speedups
+    from spacy_rhetoric.evaluation.benchmark import add_process_speedups
 
     rows = add_process_speedups([{"n_process": 1, "seconds_best": 1.5, "seconds_median": 1.6},
                                  {"n_process": 2, "seconds_best": 1.0, "seconds_median": 1.28}])
@@ -165,7 +165,7 @@ def test_benchmark_latency_times_the_service_on_long_essays(pse_dir):
     """The latency command's essays are real essays cut to --chars, test
     split first; every request is answered and timed after one warm-up."""
     from conftest import ROOT
-    from spacy_rhetoric.benchmark import benchmark_latency, long_essays
+    from spacy_rhetoric.evaluation.benchmark import benchmark_latency, long_essays
 
     essays = long_essays(pse_dir, chars=1000, n=7)
     assert [len(t) for t in essays["texts"]] == [1000] * 7

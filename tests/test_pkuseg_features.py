@@ -12,8 +12,8 @@ import spacy
 from spacy.lang.zh import ChineseTokenizer as SpacyChineseTokenizer
 
 from spacy_rhetoric.corpora.pse_i import essay_text
-from spacy_rhetoric.pkuseg_features import PkusegFeatures
-from spacy_rhetoric.tokenizer import TOKENIZER, ChineseTokenizer
+from spacy_rhetoric.tokenizer.pkuseg_features import PkusegFeatures
+from spacy_rhetoric.tokenizer.chinese import TOKENIZER, ChineseTokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 PKUSEG = ROOT / "pipelines" / "zh_rhetoric" / "tokenizer"
@@ -85,8 +85,8 @@ def test_same_features_and_node_scores_as_spacy_pkuseg(tokenizers, essays):
 
 
 def test_batches_of_a_few_characters_give_the_same_words(tokenizers, essays, monkeypatch):
-    import spacy_rhetoric.pkuseg_features as features
-    import spacy_rhetoric.pkuseg_merges as merges
+    import spacy_rhetoric.tokenizer.pkuseg_features as features
+    import spacy_rhetoric.tokenizer.pkuseg_merges as merges
 
     theirs, ours = tokenizers
     monkeypatch.setattr(features, "BATCH_CHARS", 50)
@@ -148,7 +148,7 @@ def test_substring_hashes_do_not_depend_on_where_the_string_stands():
     NUL included; the word filter keeps every word of the list."""
     import numpy
 
-    from spacy_rhetoric.substring_hashes import SubstringHashes, contains_sorted, hashes_of
+    from spacy_rhetoric.tokenizer.substring_hashes import SubstringHashes, contains_sorted, hashes_of
 
     words = ["春天", "娃娃", "😀好", "\x00中", "新的一年"]
     text = "春天像刚落地的娃娃😀好\x00中，新的一年春天"
@@ -199,7 +199,7 @@ def test_word_merges_equal_spacy_pkuseg_post_processing_on_dense_merges():
     own ``post_process`` in batches of several lists."""
     import random
 
-    from spacy_rhetoric.pkuseg_merges import WordMerges
+    from spacy_rhetoric.tokenizer.pkuseg_merges import WordMerges
 
     rng = random.Random(24)
     alphabet = "春天来了花开"
@@ -224,7 +224,7 @@ def test_word_merges_equal_spacy_pkuseg_post_processing_on_dense_merges():
 
 
 def test_word_merges_follow_changes_to_the_word_sets_and_do_nothing_when_off():
-    from spacy_rhetoric.pkuseg_merges import WordMerges
+    from spacy_rhetoric.tokenizer.pkuseg_merges import WordMerges
 
     post = _postprocesser([], ["春天"])
     merges = WordMerges(post)

@@ -9,7 +9,7 @@ from thinc.api import Model
 
 from rhetoric_helpers import ROOT
 from spacy_rhetoric.ml.ensemble import build_probability_average
-from spacy_rhetoric.pipeline import VECTOR_FILES, average_classifiers, listener_paths, make_self_contained
+from spacy_rhetoric.packaging import VECTOR_FILES, average_classifiers, listener_paths, make_self_contained
 
 
 def _constant(values, seen):
@@ -89,7 +89,7 @@ def test_written_pipeline_reloads_with_both_members(averaged):
 
 def test_a_classifier_averaged_with_itself_answers_as_before(averaged, pse_dir):
     """On real essays, after a first nlp(text) as users call it."""
-    from spacy_rhetoric.benchmark import pse_test_texts
+    from spacy_rhetoric.evaluation.benchmark import pse_test_texts
 
     source, _, nlp = averaged
     texts = pse_test_texts(pse_dir)["texts"][:3]
@@ -113,7 +113,7 @@ def test_shipped_transformer_pipeline_in_two_processes_after_a_first_call(pse_di
     ``nlp.pipe(..., n_process=2)``; the averaged classifier (its second
     member listening to the shared static ``tok2vec``) gives the
     one-process answers."""
-    from spacy_rhetoric.benchmark import pse_test_texts
+    from spacy_rhetoric.evaluation.benchmark import pse_test_texts
 
     nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric_trf")
     model_cfg = nlp.config["components"]["rhetoric_textcat"]["model"]
@@ -179,7 +179,7 @@ def test_a_target_without_the_encoder_gets_it_once(tmp_path, pse_dir):
     """Both second members listen to one ``tok2vec`` added before the
     classifier, written to disk, and the answers equal the source's (each
     average is of two copies of the same classifier)."""
-    from spacy_rhetoric.benchmark import pse_test_texts
+    from spacy_rhetoric.evaluation.benchmark import pse_test_texts
 
     source = ROOT / "pipelines" / "zh_rhetoric"
     target = _without_encoder(tmp_path / "no_encoder")

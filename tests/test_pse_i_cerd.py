@@ -13,7 +13,7 @@ import spacy
 from spacy_rhetoric.annotation import COMPONENTS_KEY, annotated_labels
 from spacy_rhetoric.corpora.pse_i_cerd import read_annotated, read_records
 from spacy_rhetoric.errors import CorpusFormatError
-from spacy_rhetoric.evaluation.annotation_agreement import annotation_agreement
+from spacy_rhetoric.research.annotation_agreement import annotation_agreement
 
 ROOT = Path(__file__).resolve().parents[1]
 ANNOTATIONS = ROOT / "annotations" / "pse-i-cerd"

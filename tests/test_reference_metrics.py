@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from spacy_rhetoric.evaluation.reference import bertscore, bleu, perplexity, reference_metrics, rouge_l
+from spacy_rhetoric.research.reference import bertscore, bleu, perplexity, reference_metrics, rouge_l
 from tiny_models import tiny_causal_lm, tiny_encoder
 
 REFS = ["月亮像一只小船挂在天上。", "她的笑容像春天的阳光。"]

@@ -126,7 +126,7 @@ def test_cerd_fixture_all_labels(tmp_path):
 def test_evaluate_and_benchmark(trained, tmp_path, simile_dir):
     from spacy.tokens import DocBin
 
-    from spacy_rhetoric.benchmark import benchmark_components
+    from spacy_rhetoric.evaluation.benchmark import benchmark_components
     from spacy_rhetoric.evaluation.rhetoric import evaluate_rhetoric
 
     db = DocBin(store_user_data=True, docs=simile_docs(simile_dir, "Test", 40))
@@ -204,7 +204,7 @@ def test_bilstm_config_trains(refs):
     doc = nlp(Doc(nlp.vocab, words=[t.text for t in refs[0]]))
     assert doc.tensor.shape == (len(doc), 32)
     assert list(doc.sents)[0]._.rhetoric["coarse"]
-    from spacy_rhetoric.architectures import build_cnn_bilstm_encoder
+    from spacy_rhetoric.ml.cnn_bilstm import build_cnn_bilstm_encoder
 
     with pytest.raises(ValueError, match="even"):
         build_cnn_bilstm_encoder(31, 1, 1, 3, 1, 0.0)
@@ -214,7 +214,7 @@ def test_device_ngram_suggester_on_a_real_essay(pse_dir):
     """After `nlp(text)`, components are looked for only inside sentences
     labelled with a device, never with punctuation at a span's edge; a doc
     the classifier has not seen (training) gets every such n-gram."""
-    from spacy_rhetoric.analysis_io import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
     from spacy_rhetoric.components.rhetoric_components import build_device_ngram_suggester
 
     nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
@@ -247,7 +247,7 @@ def test_device_ngram_suggester_rejects_bad_sizes(sizes):
 
 
 def test_per_label_thresholds_filter_only_their_label(pse_dir):
-    from spacy_rhetoric.analysis_io import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
 
     nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
     (essay,) = iter_inputs([pse_dir / "xml" / "328.xml"])
@@ -283,7 +283,7 @@ def test_shared_marker_follows_the_guidelines():
     """GUIDELINES §5.3: start at the first word every item shares (爱, not
     the 我 only the first has), extend while identical (让我们在), one
     occurrence per item; a particle shared by all items starts nothing."""
-    from spacy_rhetoric.parallelism_markers import shared_marker
+    from spacy_rhetoric.components.parallelism_markers import shared_marker
 
     words = ["我", "爱", "春天", "的", "细雨", "，", "爱", "夏天", "的", "蝉鸣", "，", "爱", "秋天", "的", "落叶", "。"]
     doc = _parallel_doc(words, [(0, 5), (6, 10), (11, 15)])
@@ -300,7 +300,7 @@ def test_branch_markers_on_a_real_essay(pse_dir):
     """With ``branch_markers``, after ``nlp(text)`` every parallelism marker
     is the same words in each branch of a parallelism the linker found,
     inside a sentence labelled parallelism; the other labels are untouched."""
-    from spacy_rhetoric.analysis_io import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
     from spacy_rhetoric.spangroups import parallelisms
 
     nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
@@ -365,7 +365,7 @@ def test_add_component_replaces_in_place(tmp_path):
 
     import srsly
 
-    from spacy_rhetoric.pipeline import add_component
+    from spacy_rhetoric.packaging import add_component
 
     target = tmp_path / "zh_rhetoric"
     shutil.copytree(ROOT / "pipelines" / "zh_rhetoric", target)

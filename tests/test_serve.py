@@ -1,6 +1,6 @@
 """``rhetoric serve`` in process (issue 13): every status of the API with
 FastAPI's TestClient over the shipped pipeline ``pipelines/zh_rhetoric``,
-the shared renderer (``spacy_rhetoric.render``), the page's files.
+the shared renderer (``spacy_rhetoric.analysis.render``), the page's files.
 The real server, the load test and the browser tests are in
 tests/test_serve_live.py."""
 from __future__ import annotations
@@ -19,9 +19,9 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed: pip ins
 from fastapi.testclient import TestClient  # noqa: E402
 
 from fake_openai import FakeOpenAIServer, status, valid  # noqa: E402
-from spacy_rhetoric.analyze import SCHEMA, analyze, iter_inputs  # noqa: E402
+from spacy_rhetoric.analysis.driver import SCHEMA, analyze, iter_inputs  # noqa: E402
 from spacy_rhetoric.serve import create_app  # noqa: E402
-from spacy_rhetoric.render import render_essay, render_record, static_text  # noqa: E402
+from spacy_rhetoric.analysis.render import render_essay, render_record, static_text  # noqa: E402
 
 PIPELINE = Path(__file__).resolve().parents[1] / "pipelines" / "zh_rhetoric"
 SECRET = "sk-test-0123456789abcdef"

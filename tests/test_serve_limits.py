@@ -19,7 +19,7 @@ import spacy
 pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'spacy-rhetoric[serve]'")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from spacy_rhetoric import render  # noqa: E402
+from spacy_rhetoric.analysis import render  # noqa: E402
 from spacy_rhetoric.serve import app as serve_app  # noqa: E402
 from spacy_rhetoric.serve import create_app  # noqa: E402
 from spacy_rhetoric.serve.limits import PAGE_CSP, TokenBuckets  # noqa: E402

@@ -123,7 +123,7 @@ def test_the_annotation_covers_every_training_sentence(simile_dir):
 
 
 def test_the_second_pass_is_a_sample_of_the_first_and_agreement_is_computed(tmp_path):
-    from spacy_rhetoric.evaluation.annotation_agreement import annotation_agreement
+    from spacy_rhetoric.research.annotation_agreement import annotation_agreement
 
     result = annotation_agreement(ANNOTATIONS / "train.jsonl", ANNOTATIONS / "second_pass.jsonl")
     second = (ANNOTATIONS / "second_pass.jsonl").read_text(encoding="utf8").splitlines()

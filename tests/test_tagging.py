@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spacy_rhetoric.spangroups import parallelism_offsets
-from spacy_rhetoric.tagging import LINK_TYPES, TAGSETS, TagScheme, decode, encode, parse_tag
+from spacy_rhetoric.ml.tagging import LINK_TYPES, TAGSETS, TagScheme, decode, encode, parse_tag
 
 from pse_cache import all_docs
 

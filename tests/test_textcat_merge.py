@@ -4,7 +4,7 @@ from __future__ import annotations
 import spacy
 
 from spacy_rhetoric.components.rhetoric_textcat import merge_decisions
-from spacy_rhetoric.pipeline import assemble_to_disk
+from spacy_rhetoric.packaging import assemble_to_disk
 
 import tiny_pipeline
 

@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 from spacy_rhetoric.corpora.pse_i import read_essay
-from spacy_rhetoric.tokenizer import (
+from spacy_rhetoric.tokenizer.chinese import (
     make_nlp,
     segment,
     segmentation_prf,

@@ -1,4 +1,4 @@
-"""Static word vectors from PyPI packages (spacy_rhetoric/vectors.py, `rhetoric convert-vectors`)."""
+"""Static word vectors from PyPI packages (spacy_rhetoric/assets/vectors.py, `rhetoric convert-vectors`)."""
 import gzip
 import io
 import pickle
@@ -12,7 +12,7 @@ import numpy
 import pytest
 import spacy
 
-from spacy_rhetoric.vectors import read_vectors, source_name, token_coverage, write_word2vec_text
+from spacy_rhetoric.assets.vectors import read_vectors, source_name, token_coverage, write_word2vec_text
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ["人生", "像", "一", "条", "河流"]

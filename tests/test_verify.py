@@ -376,7 +376,7 @@ def test_pipeline_analyser_records_are_the_users_records_plus_scored_object_span
     """The analyser runs the component head once: its records equal what
     nlp(text) gives a user, and the spans it scores for named objects are
     those of the pipeline's object thresholds, in the text's offsets."""
-    from spacy_rhetoric.records import doc_to_record
+    from spacy_rhetoric.analysis.records import doc_to_record
 
     rows = [json.loads(line) for line in ANNOTATED_DEV.open(encoding="utf8")][:14]
     text = "".join(("\n" if i and r["para"] != rows[i - 1]["para"] else "") + r["text"] for i, r in enumerate(rows))
@@ -527,7 +527,7 @@ def fake_rows():
 def test_blind_sheet_hides_the_groups_and_scores_them(tmp_path):
     from spacy_rhetoric.corpora.jsonio import iter_jsonl_objects
     from spacy_rhetoric.errors import CorpusFormatError
-    from spacy_rhetoric.evaluation.blind_read import QUESTIONS, agreement, make_sheet, read_answers, score, write_jsonl
+    from spacy_rhetoric.research.blind_read import QUESTIONS, agreement, make_sheet, read_answers, score, write_jsonl
 
     sheet, key = make_sheet(fake_rows(), per_device=3, human_per_device=2, seed=0)
     assert (sheet, key) == make_sheet(fake_rows(), per_device=3, human_per_device=2, seed=0)

@@ -1,4 +1,4 @@
-"""Whole-essay evaluation (``spacy_rhetoric/evaluation/whole_essays.py``) on
+"""Whole-essay evaluation (``spacy_rhetoric/research/whole_essays.py``) on
 real PSE-I test essays with the shipped CPU pipeline: the essay is read as
 ``rhetoric analyze`` reads it, cutting the prediction back keeps every gold
 paragraph's text, sentences and sentence labels, and a one-paragraph essay
@@ -11,9 +11,9 @@ import pytest
 import spacy
 from spacy.tokens import Doc, Span
 
-from spacy_rhetoric.analysis_io import read_pse_essay
+from spacy_rhetoric.analysis.io import read_pse_essay
 from spacy_rhetoric.corpora.pse_i import read_essay, read_splits
-from spacy_rhetoric.evaluation import whole_essays as we
+from spacy_rhetoric.research import whole_essays as we
 from spacy_rhetoric.spangroups import parallelism_offsets, set_parallelisms
 
 ROOT = Path(__file__).resolve().parents[1]

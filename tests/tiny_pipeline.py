@@ -5,7 +5,7 @@ Built once per test session from the project's own CPU configs
 widths, trained for a few steps on a few real documents (simile sentences and
 PSE-I paragraphs from ``../shared/data``), saved as two separate source
 pipelines (each with its own tok2vec) and assembled with
-:func:`spacy_rhetoric.pipeline.assemble_to_disk`. Nothing depends on the
+:func:`spacy_rhetoric.packaging.assemble_to_disk`. Nothing depends on the
 gitignored ``training/`` or ``corpus/`` folders.
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ def real_docs(shared_data: Path, n_simile: int = 120, n_essays: int = 3) -> Tupl
 
 
 def _train(config_path: Path, overrides: dict, docs: List[Doc], steps: int, out: Path) -> None:
-    from spacy_rhetoric.readers import gold_word_example
+    from spacy_rhetoric.corpora.readers import gold_word_example
 
     config = load_config(config_path, overrides=overrides, interpolate=True)
     nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
@@ -60,7 +60,7 @@ def _train(config_path: Path, overrides: dict, docs: List[Doc], steps: int, out:
 
 def _train_pkuseg(docs: List[Doc], out: Path) -> Path:
     """A spacy-pkuseg model trained for one iteration on the docs' gold words."""
-    from spacy_rhetoric.tokenizer import sentence_words, train_pkuseg, write_segmentation_file
+    from spacy_rhetoric.tokenizer.chinese import sentence_words, train_pkuseg, write_segmentation_file
 
     write_segmentation_file(sentence_words(docs), out / "train.txt")
     write_segmentation_file(sentence_words(docs[-5:]), out / "dev.txt")
@@ -70,7 +70,7 @@ def _train_pkuseg(docs: List[Doc], out: Path) -> Path:
 @lru_cache(maxsize=1)
 def build(shared_data: Path) -> Path:
     """Folder of the assembled test pipeline (built once per process)."""
-    from spacy_rhetoric.pipeline import assemble_to_disk
+    from spacy_rhetoric.packaging import assemble_to_disk
 
     root = Path(tempfile.mkdtemp(prefix="tiny_rhetoric_"))
     simile, paras = real_docs(shared_data)

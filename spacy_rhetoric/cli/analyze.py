@@ -35,8 +35,8 @@ def analyze_cmd(
     go to stderr, one line each, never wrapped, with control characters
     (of file names, say) escaped.
     """
-    from ..analysis_io import printable
-    from ..analyze import analyze
+    from ..analysis.io import printable
+    from ..analysis.driver import analyze
 
     def say(message: str) -> None:
         typer.echo(printable(message), err=True)

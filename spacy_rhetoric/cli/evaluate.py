@@ -28,7 +28,7 @@ def evaluate_generation_cmd(
     """Score generated candidates: BLEU-2/4, ROUGE-L, perplexity (causal LM, KenLM), BERTScore, HAUSER, rhetoric success, LLM judges."""
     from wasabi import msg
 
-    from ..evaluation.generation import evaluate_generation, summary_table
+    from ..research.generation import evaluate_generation, summary_table
 
     backend = None
     if judge:
@@ -54,7 +54,7 @@ def hauser_cmdag_cmd(
     examples: int = typer.Option(3, "--examples", help="Highest/lowest examples to print per score"),
 ) -> None:
     """HAUSER relevance / creativity / informativeness of CMDAG metaphors against a KB."""
-    from ..evaluation.cmdag_hauser import print_report, score_file
+    from ..research.cmdag_hauser import print_report, score_file
 
     print_report(*score_file(kb_path, cmdag_file, output=output, nlp_path=nlp_path), examples=examples)
 
@@ -69,7 +69,7 @@ def evaluate_segmenter_cmd(
     import srsly
 
     from ..corpora.docbin import read_docbin
-    from ..tokenizer import make_nlp, segment, segmentation_prf, sentence_words
+    from ..tokenizer.chinese import make_nlp, segment, segmentation_prf, sentence_words
 
     nlp = make_nlp(model)
     scores = {}
@@ -116,7 +116,7 @@ def evaluate_essays_cmd(
     import torch
     from wasabi import msg
 
-    from ..evaluation.whole_essays import evaluate_whole_essays, headline_rows
+    from ..research.whole_essays import evaluate_whole_essays, headline_rows
 
     torch.set_num_threads(threads)
     try:
@@ -158,7 +158,7 @@ def evaluate_cmc_cmd(
     tokenizer): positive = any sentence labelled metaphor or personification."""
     from wasabi import msg
 
-    from ..evaluation.cmc import evaluate_cmc
+    from ..research.cmc import evaluate_cmc
 
     try:
         r = evaluate_cmc(model, data, output=output, batch_size=batch_size)

@@ -210,7 +210,7 @@ def evaluate_suggestions_cmd(
     """Verified suggestions on held-out requests: success per request at N = 1, 4, 8 per device, latency, fluency."""
     import json
 
-    from ..evaluation.ngram_lm import load_kenlm
+    from ..llm.ngram_lm import load_kenlm
     from ..evaluation.suggestions import held_out_requests, latency_requests, read_rows, request_rows, summarize, time_requests
 
     counts = _counts(ns)
@@ -246,7 +246,7 @@ def _suggestion_generator(model_path, adapter_path, analyser, kenlm, n, n_shots,
     """The generator evaluate-suggestions and time-suggestions measure: a
     local model with completion prompts, verified by ``analyser``."""
     from ..llm.verify import pipeline_analyser
-    from ..pipeline import load_pipeline
+    from ..packaging import load_pipeline
 
     gen = _cli_generator(model_path, adapter_path, None, "default", None, 60.0, top_p, repetition_penalty, seed,
                          n_context=k, n_candidates=n, temperature=temperature, max_new_tokens=max_new_tokens,
@@ -312,7 +312,7 @@ def reverify_suggestions_cmd(
 
     from ..evaluation.suggestions import read_rows, reverify_rows, summarize
     from ..llm.verify import pipeline_analyser
-    from ..pipeline import load_pipeline
+    from ..packaging import load_pipeline
 
     counts = _counts(ns)
     before = read_rows(rows)
@@ -350,14 +350,14 @@ def tune_object_thresholds_cmd(
     """Choose rhetoric_components' object threshold for DEVICE: the
     threshold a span named by a suggestion request must reach to count as
     the device's object, chosen on the dev essays' human sentences
-    (spacy_rhetoric.evaluation.object_thresholds)."""
+    (spacy_rhetoric.research.object_thresholds)."""
     import json
 
     from wasabi import msg
 
-    from ..evaluation.object_thresholds import COMPONENTS_ALONE, choose, labelled_pairs, score_pairs, sweep
+    from ..research.object_thresholds import COMPONENTS_ALONE, choose, labelled_pairs, score_pairs, sweep
     from ..llm.records import read_jsonl
-    from ..pipeline import load_pipeline, write_component
+    from ..packaging import load_pipeline, write_component
     from ..taxonomy import OBJECT_COMPONENT
 
     if not 0.0 < min_precision <= 1.0:
@@ -402,7 +402,7 @@ def suggestion_sheet_cmd(
     device: List[str] = typer.Option([], "--device", help="Only the requests of this device (repeatable; default: all)"),
 ) -> None:
     """A blind-read sheet of returned suggestions (and human controls), shuffled, with its key apart."""
-    from ..evaluation.blind_read import make_sheet, write_jsonl
+    from ..research.blind_read import make_sheet, write_jsonl
     from ..evaluation.suggestions import read_rows
     from ..llm.prompts import RG_DEVICES
 
@@ -442,7 +442,7 @@ def score_blind_read_cmd(
     """Share of yes (device right, fluent, fits the context) per device and group of a blind read."""
     import json
 
-    from ..evaluation.blind_read import agreement, read_answers, score
+    from ..research.blind_read import agreement, read_answers, score
     from ..evaluation.suggestions import read_rows
 
     first = read_answers(answers)

@@ -21,7 +21,7 @@ def train_segmenter_cmd(
     import tempfile
 
     from ..corpora.docbin import read_docbin
-    from ..tokenizer import sentence_words, train_pkuseg, write_segmentation_file
+    from ..tokenizer.chinese import sentence_words, train_pkuseg, write_segmentation_file
 
     vocab = _vocab()
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,7 +49,7 @@ def finalize_pipeline_cmd(
     spacy package find it."""
     from wasabi import msg
 
-    from ..pipeline import finalize_trained
+    from ..packaging import finalize_trained
 
     nlp = finalize_trained(model, output, tokenizer_from=tokenizer_from, pkuseg_model=pkuseg_model,
                            corpora=corpus, metrics=metrics, version=version, config_from=config_from)
@@ -72,7 +72,7 @@ def assemble_cmd(
     """Assemble trained components into one pipeline: tokenizer -> clause_segmenter -> rhetoric_textcat -> rhetoric_components -> parallelism_linker."""
     from wasabi import msg
 
-    from ..pipeline import assemble_to_disk
+    from ..packaging import assemble_to_disk
 
     sources = {k: v for k, v in (("rhetoric_textcat", textcat), ("rhetoric_components", components),
                                   ("parallelism_linker", parallelism)) if v}
@@ -127,7 +127,7 @@ def tune_thresholds_raw_cmd(
     from wasabi import msg
 
     from ..evaluation.raw_path import read_gold, tune_component_thresholds_raw, tune_linker_bias_raw, tune_thresholds_raw
-    from ..pipeline import load_pipeline, write_component
+    from ..packaging import load_pipeline, write_component
 
     nlp = load_pipeline(model)
     devs = [read_gold(c, shared, annotations, "dev") for c in corpus]
@@ -168,7 +168,7 @@ def average_classifiers_cmd(
     again afterwards (tune-thresholds-raw)."""
     from wasabi import msg
 
-    from ..pipeline import average_classifiers
+    from ..packaging import average_classifiers
 
     try:
         nlp = average_classifiers(target, second, output, second_weight=second_weight, name=name, version=version)
@@ -189,7 +189,7 @@ def add_component_cmd(
     writing only its folder, config.cfg and meta.json."""
     from wasabi import msg
 
-    from ..pipeline import add_component
+    from ..packaging import add_component
 
     try:
         nlp = add_component(target, source, name, before=before, corpora=corpus)
@@ -214,7 +214,7 @@ def swap_component_cmd(
 
     from wasabi import msg
 
-    from ..pipeline import swap_component
+    from ..packaging import swap_component
 
     values = {}
     for item in cfg:

@@ -8,10 +8,10 @@ packed by the worker and unpacked by the parent, which then builds the record
 from them. On the 409 PSE-I essays that packing and unpacking took 1.8 s
 each way beside 15 s of analysis, the unpacking on the parent's side of
 2 cores. Added last to the pipeline, this component builds the record's
-body (:func:`spacy_rhetoric.records.record_body`) in the worker, stores it
+body (:func:`spacy_rhetoric.analysis.records.record_body`) in the worker, stores it
 in ``doc.user_data``, and (``slim``) leaves the doc its tokens and
 sentence boundaries only, so that little crosses between the processes;
-:func:`spacy_rhetoric.records.doc_to_record` then uses the stored body.
+:func:`spacy_rhetoric.analysis.records.doc_to_record` then uses the stored body.
 
 Use it only where the records are all that is wanted of the docs: with
 ``slim`` a doc loses its span groups, tensor and every other
@@ -23,7 +23,7 @@ import numpy
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from ..records import RECORD_BODY_KEY, record_body
+from ..analysis.records import RECORD_BODY_KEY, record_body
 
 
 @Language.factory("rhetoric_analysis_record", default_config={"slim": True})

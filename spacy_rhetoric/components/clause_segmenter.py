@@ -39,10 +39,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
-#: Clause-ending characters that do not end a sentence.
-CLAUSE_PUNCT = "，,：:—"
-#: Sentence-ending characters (they also end a clause): PSE-I's ``<sent>`` unit.
-SENTENCE_PUNCT = "。．.？?！!；;…"
+from ..annotation import CLAUSE_PUNCT, SENTENCE_PUNCT
+
 #: Closing quotes and brackets: they stay with the clause before them.
 CLOSING_PUNCT = "”’」』）)】》〉」］]}\"'"
 #: ASCII characters that do not end anything between two digits.

@@ -34,7 +34,7 @@ from thinc.api import Config, Model, set_dropout_rate
 from thinc.types import Floats2d
 
 from ..corpora.configure import FIGURATIVE_UNITS_KEY, set_figurative_units
-from ..crf import Mask, crf_decode, crf_loss, effective_scores
+from ..ml.crf import Mask, crf_decode, crf_loss, effective_scores
 from ..ml.figurative_tagger import CLAUSES_KEY, clause_spans, unit_clause_range
 from ..scorers.figurative_units import score_figurative_units, unit_key
 from ..taxonomy import CONFIGURE_FIGURES

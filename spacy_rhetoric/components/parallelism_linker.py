@@ -3,8 +3,8 @@
 Encoder-CRF sequence labeller of Bothwell et al. 2023 (§6.2): a tok2vec (or
 transformer) listener gives one vector per word, an optional BiLSTM encodes
 the sequence, a linear layer maps to tag space and a linear-chain CRF
-(:mod:`spacy_rhetoric.crf`) scores tag sequences; Viterbi decoding gives one
-tag per word, and the tags (:mod:`spacy_rhetoric.tagging`, scheme and link
+(:mod:`spacy_rhetoric.ml.crf`) scores tag sequences; Viterbi decoding gives one
+tag per word, and the tags (:mod:`spacy_rhetoric.ml.tagging`, scheme and link
 type set in the config) decode to parallelisms, written with
 :func:`spacy_rhetoric.spangroups.set_parallelisms` (``doc.spans["parallelism"]``
 plus one group per parallelism).
@@ -30,13 +30,13 @@ from ..annotation import ParagraphClipper, annotated_labels, same_tokens
 from spacy.errors import Errors as SpacyErrors
 
 from ..errors import Errors
-from ..crf import Mask, crf_decode, crf_loss
+from ..ml.crf import Mask, crf_decode, crf_loss
 from ..ml.parallelism_tagger import predict_by_paragraph  # also registers ParallelismTagger.v1
 from ..ml.batching import length_batches
 from ..ml.paragraphs import cut, paragraph_bounds
 from ..scorers.parallelism import score_parallelism
 from ..spangroups import IN_PARAGRAPH, PARALLELISM_KEY, parallelism_offsets, set_parallelisms
-from ..tagging import TagScheme, parse_tag
+from ..ml.tagging import TagScheme, parse_tag
 
 DEFAULT_MODEL_CONFIG = """
 [model]

@@ -32,7 +32,7 @@ from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..annotation import COMPONENTS_KEY, ParagraphClipper, annotated_components
 from ..errors import Errors
-from ..parallelism_markers import marker_spans
+from .parallelism_markers import marker_spans
 from ..scorers.components import score_rhetoric_components
 from ..taxonomy import COMPONENT_LABELS
 from .rhetoric_textcat import DEFAULT_MODEL_CONFIG
@@ -177,7 +177,7 @@ class RhetoricComponents(SpanCategorizer):
         ``positive_weights``: per component label, the weight of a gold span
         in the loss (:meth:`get_loss`); 1 where not given.
         ``branch_markers``: at prediction, parallelism markers are read off
-        the branches the linkers wrote (:mod:`spacy_rhetoric.parallelism_markers`,
+        the branches the linkers wrote (:mod:`spacy_rhetoric.components.parallelism_markers`,
         the guidelines' definition) instead of taken from the span model;
         such a span's score is 1.0. Raises ValueError
         for a threshold outside [0, 1], a weight that is not positive or a

@@ -617,7 +617,7 @@ class RhetoricGenerator:
                 return None, "off: this pipeline has no rhetoric_textcat (set analyser to a pipeline)"
             self._analyse = pipeline_analyser(self._nlp, before=self.name)
         else:
-            from ..pipeline import load_pipeline
+            from ..packaging import load_pipeline
 
             self._analyse = pipeline_analyser(load_pipeline(name))
         return self._analyse, "on"
@@ -627,7 +627,7 @@ class RhetoricGenerator:
         if not path:
             return [None] * len(texts)
         if self._kenlm is None:
-            from ..evaluation.ngram_lm import load_kenlm
+            from ..llm.ngram_lm import load_kenlm
 
             self._kenlm = load_kenlm(path)
         return kenlm_fluency(self._kenlm, texts)

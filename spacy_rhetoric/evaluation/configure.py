@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from spacy.language import Language
-from spacy.scorer import PRFScore
 from spacy.tokens import Doc
 
 from ..corpora.configure import FIGURATIVE_UNITS_KEY, Passage, read_configure, read_split, split_passages
 from ..ml.figurative_tagger import CLAUSES_KEY, unit_clause_range
-from ..scorers.figurative_units import doc_units, score_unit_sets, unit_key
+from ..scorers.figurative_units import classification_given_units, doc_units, gold_units, score_unit_sets, unit_key
 
 #: The published baselines (Table 3), trained on the full training split
 #: (6,254 units), RoBERTa-zh-Large; percentages.
@@ -55,10 +54,6 @@ def load_passages(path: Union[str, Path], split: Optional[str] = None, split_pat
     return parts[split]
 
 
-def gold_units(passage: Passage) -> List[tuple]:
-    return [(*unit_key(passage.fragment, u.begin, u.end), u.label) for u in passage.units]
-
-
 def clause_alignment(docs: Sequence[Doc], passages: Sequence[Passage], clauses_key: str = CLAUSES_KEY) -> Dict[str, int]:
     """``{"units", "aligned", "no_clause"}``: gold units whose edge-trimmed
     offsets equal those of the clause run they touch, and units touching no
@@ -77,35 +72,6 @@ def clause_alignment(docs: Sequence[Doc], passages: Sequence[Passage], clauses_k
             run = unit_key(doc.text, bounds[first][0], bounds[last][1])
             aligned += run == (begin, end)
     return {"units": total, "aligned": aligned, "no_clause": none}
-
-
-def classification_given_units(pipe, docs: Sequence[Doc], passages: Sequence[Passage]) -> Dict[str, Any]:
-    """Task 2 with the ``figurative_units`` component ``pipe`` on processed
-    ``docs``: micro-F1, macro-F1 and per-type P/R/F of the type it gives
-    each gold unit."""
-    per_type: Dict[str, PRFScore] = {}
-    correct = total = 0
-    for doc, passage in zip(docs, passages):
-        if not passage.units:
-            continue
-        predicted = pipe.classify_units(doc, [(u.begin, u.end) for u in passage.units])
-        for unit, label in zip(passage.units, predicted):
-            total += 1
-            correct += label == unit.label
-            gold_prf = per_type.setdefault(unit.label, PRFScore())
-            if label == unit.label:
-                gold_prf.tp += 1
-            else:
-                gold_prf.fn += 1
-                if label:
-                    per_type.setdefault(label, PRFScore()).fp += 1
-    micro = correct / total if total else 0.0
-    return {
-        "classification_micro_f": micro,
-        "classification_macro_f": sum(s.fscore for s in per_type.values()) / len(per_type) if per_type else 0.0,
-        "classification_per_type": {k: {"p": s.precision, "r": s.recall, "f": s.fscore} for k, s in sorted(per_type.items())},
-        "classification_units": total,
-    }
 
 
 def evaluate_configure(

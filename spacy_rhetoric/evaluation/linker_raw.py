@@ -40,7 +40,7 @@ def linker_scores_raw(
     was. Raises ValueError without a ``parallelism_linker`` or without
     parallelism gold.
     """
-    from ..records import doc_to_record, single_torch_thread
+    from ..analysis.records import doc_to_record, single_torch_thread
     from .rhetoric import apply_component
 
     if LINKER not in nlp.pipe_names:

@@ -4,7 +4,7 @@ A user hands the pipeline raw text; `rhetoric analyze`, `rhetoric serve` and
 ``nlp(text)`` tokenise it with the pipeline's own tokenizer, cut it into
 sentences with the ``clause_segmenter`` and label each sentence. This module
 runs exactly that path (``nlp.pipe`` on the text, then
-:func:`spacy_rhetoric.records.doc_to_record`, the analysis/v1 record the
+:func:`spacy_rhetoric.analysis.records.doc_to_record`, the analysis/v1 record the
 user gets) and scores the record against gold annotation by **character
 offsets**, so the tokenisation and the sentence units are the pipeline's own.
 
@@ -434,7 +434,7 @@ def read_gold(corpus: str, shared: Path, annotations: Path, split: str = "test")
 
 def predict_raw(nlp: Language, gold: Sequence[GoldDoc], batch_size: int = 8) -> List[Dict[str, Any]]:
     """analysis/v1 records of the texts as a user gets them (``nlp.pipe`` on raw text)."""
-    from ..records import doc_to_record, model_info, single_torch_thread
+    from ..analysis.records import doc_to_record, model_info, single_torch_thread
 
     info = model_info(nlp)
     with single_torch_thread():
@@ -459,7 +459,7 @@ def predict_gold_units(nlp: Language, gold: Sequence[GoldDoc], batch_size: int =
     upper bound): each paragraph a Doc of its gold words with its gold
     sentence starts (a text without gold words is one sentence of the
     pipeline's own words), offsets moved back into the text."""
-    from ..records import doc_to_record, model_info, single_torch_thread
+    from ..analysis.records import doc_to_record, model_info, single_torch_thread
 
     info = model_info(nlp)
     pieces: List[Tuple[int, int, Doc]] = []
@@ -900,7 +900,7 @@ def evaluate_raw(
     ``model`` (a nested dict). Raises ValueError for an unknown corpus,
     OSError for missing data.
     """
-    from ..pipeline import load_pipeline
+    from ..packaging import load_pipeline
 
     nlp = model if isinstance(model, Language) else load_pipeline(model, config)
     result: Dict[str, Any] = {"model": str(model) if not isinstance(model, Language) else f"{nlp.lang}_{nlp.meta.get('name')}",
@@ -1028,7 +1028,7 @@ def _predict_last(nlp: Language, name: str, gold: Sequence[GoldDoc], batch_size:
     """``(component, docs, predictions)``: every other component run once on
     the gold texts, then ``name``'s raw predictions, which its tuner
     re-decodes per threshold. Raises ValueError without ``name``."""
-    from ..records import single_torch_thread
+    from ..analysis.records import single_torch_thread
 
     if name not in nlp.pipe_names:
         raise ValueError(f"the pipeline has no {name}")
@@ -1045,7 +1045,7 @@ def _tune_per_label(pipe, docs, predictions, gold, keys: Dict[str, str], support
     from the one ``predictions`` at every grid value, score the records with
     ``f_of(records, label)`` and keep :func:`nearest_half`; the thresholds are
     left set in ``pipe.cfg``."""
-    from ..records import doc_to_record
+    from ..analysis.records import doc_to_record
 
     thresholds = dict(pipe.cfg.get("thresholds") or {})
     result: Dict[str, Any] = {}
@@ -1090,7 +1090,7 @@ def tune_linker_bias_raw(
     ``{"o_bias", "f", "grid": {bias: score}, "texts"}``. Raises ValueError
     without a ``parallelism_linker`` or without parallelism gold in ``devs``.
     """
-    from ..records import doc_to_record, single_torch_thread
+    from ..analysis.records import doc_to_record, single_torch_thread
     from .rhetoric import apply_component
 
     name = "parallelism_linker"

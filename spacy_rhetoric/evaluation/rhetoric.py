@@ -16,8 +16,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from ..readers import gold_word_example
-from ..pipeline import load_pipeline
+from ..corpora.readers import gold_word_example
+from ..packaging import load_pipeline
 from ..scorers.classification import score_rhetoric_classification
 from ..scorers.components import score_rhetoric_components
 

@@ -3,7 +3,7 @@
 ``rhetoric generate-records`` draws a fixed random sample of held-out RG
 records (``sample_records``: the same seed and size give the same records,
 whatever the system) and writes one line per record in the format
-:func:`spacy_rhetoric.evaluation.generation.read_generation_jsonl` reads::
+:func:`spacy_rhetoric.research.generation.read_generation_jsonl` reads::
 
     {"id": 17, "system": "gemma-270m-lora", "context": [...],
      "condition": {"rhetoric": "metaphor", "object": "月亮"},

@@ -10,7 +10,7 @@ text ``context + candidate`` (only what lies in the candidate counts):
   analyze`` records them), and some component of the candidate labelled
   ``OBJECT_COMPONENT[d]`` (tenor, personification_object, hyperbole_object)
   matches o by the containment rule of
-  :func:`spacy_rhetoric.evaluation.rhetoric_success.object_matches`, or,
+  :func:`spacy_rhetoric.llm.rhetoric_success.object_matches`, or,
   failing that, a span matching o reaches the analysing pipeline's
   *object threshold* for that label (``rhetoric_components``'s
   ``object_thresholds``, the record's ``scored_object_spans``). A request
@@ -41,10 +41,10 @@ times the score of the best matching object component where an object is
 required. The *fluency* is the KenLM log-probability per character (natural
 log, <= 0; ``exp(-fluency)`` is the per-character perplexity) of the
 candidate under the word 3-gram model of
-:mod:`spacy_rhetoric.evaluation.ngram_lm`.
+:mod:`spacy_rhetoric.llm.ngram_lm`.
 
 The analyser is any callable ``texts -> analysis records``
-(``spacy-rhetoric/analysis/v1``, :func:`spacy_rhetoric.records.doc_to_record`),
+(``spacy-rhetoric/analysis/v1``, :func:`spacy_rhetoric.analysis.records.doc_to_record`),
 so tests can pass a stub and the service its locked pipeline.
 """
 from __future__ import annotations
@@ -54,8 +54,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from ..evaluation.rhetoric_success import object_matches
-from ..render import devices_of
+from .rhetoric_success import object_matches
+from ..analysis.render import devices_of
 from ..taxonomy import COARSE_ZH, COMPONENTS, OBJECT_COMPONENT
 from .completion import join_sentences
 
@@ -193,7 +193,7 @@ def verify(analyse: Analyse, context: Sequence[str], rhetoric: str, obj: str, ca
 def repeated_clause(context: Sequence[str], candidate: str, min_chars: int = 5) -> str:
     """Why ``candidate`` is degenerate, or "": a stutter (a unit of up to
     4 word characters 5 times in a row), or a clause (a maximal run of
-    word characters, :func:`spacy_rhetoric.evaluation.ngram_lm.clauses`) of
+    word characters, :func:`spacy_rhetoric.llm.ngram_lm.clauses`) of
     at least ``min_chars`` characters that occurs twice in the candidate, or
     that is a clause of the context (a copy, not a suggestion). Parallel
     branches share their marker, not whole clauses, so they pass."""
@@ -210,7 +210,7 @@ def _clauses(text: str) -> List[str]:
     the punctuation-delimited clauses without quotes and brackets (module
     docstring) that are not also a run (a clause without quotes would
     otherwise be counted twice)."""
-    from ..evaluation.ngram_lm import clauses
+    from .ngram_lm import clauses
 
     runs = clauses(text)
     marked = [c for c in map(_bare, _CLAUSE_END.split(text)) if c]
@@ -261,7 +261,7 @@ def pipeline_analyser(nlp: Any, *, before: Optional[str] = None, batch_size: int
     """An :data:`Analyse` running ``nlp``'s components in order, stopping
     before the one named ``before`` (the generator itself, when it sits in
     the analysing pipeline)."""
-    from ..records import doc_to_record
+    from ..analysis.records import doc_to_record
 
     def analyse(texts: List[str]) -> List[Dict[str, Any]]:
         docs = [nlp.make_doc(t) for t in texts]
@@ -299,10 +299,10 @@ def _predict_with_scored_spans(proc: Any, docs: List[Any], batch_size: int) -> L
 
 def kenlm_fluency(model: Any, texts: Sequence[str]) -> List[Optional[float]]:
     """KenLM log-probability per character (natural log) of each text: the
-    summed log10 probability of :func:`spacy_rhetoric.evaluation.ngram_lm.score_text`
+    summed log10 probability of :func:`spacy_rhetoric.llm.ngram_lm.score_text`
     times ln 10, over the number of characters scored (those of its
     clauses); None for a text with nothing to score."""
-    from ..evaluation.ngram_lm import clauses, score_text
+    from .ngram_lm import clauses, score_text
 
     out: List[Optional[float]] = []
     for text in texts:

@@ -3,7 +3,7 @@
 ``spacy_rhetoric.FigurativeTagger.v1`` follows ConFiguRe's best recognition
 baseline (Zhu et al. 2022, ``papers/001`` §4.3, E2ECRF): one vector per
 clause, B-X/I-X/O tags over the clauses, a linear-chain CRF
-(:mod:`spacy_rhetoric.crf`). Where E2ECRF mean-pools a fine-tuned
+(:mod:`spacy_rhetoric.ml.crf`). Where E2ECRF mean-pools a fine-tuned
 RoBERTa-zh-Large over each clause, we pool what the pipeline already
 computed and never train it:
 
@@ -35,7 +35,7 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Maxout, Model, chain, with_array
 from thinc.types import Floats2d
 
-from ..crf import CRF
+from .crf import CRF
 from .lstm import PackedBiLSTM
 from .parallelism_tagger import NoGradient
 

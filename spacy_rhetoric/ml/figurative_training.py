@@ -23,8 +23,7 @@ from spacy.util import fix_random_seed, minibatch
 from thinc.api import Adam
 
 from ..corpora.configure import Passage, passage_to_doc
-from ..evaluation.configure import classification_given_units, gold_units
-from ..scorers.figurative_units import doc_units, score_unit_sets
+from ..scorers.figurative_units import classification_given_units, doc_units, gold_units, score_unit_sets
 
 NAME = "figurative_units"
 

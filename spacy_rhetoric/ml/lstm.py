@@ -21,7 +21,7 @@ from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, PyTorchWrapper, PyTorchWrapper_v2, torch2xp, with_padded, xp2torch
 from thinc.types import Floats2d, Floats3d, Padded
 
-from .threads import one_thread_prediction
+from ..runtime.threads import one_thread_prediction
 
 
 class PackedLSTMModule(torch.nn.LSTM):

@@ -3,7 +3,7 @@
 ``spacy_rhetoric.ParallelismTagger.v1`` (Bothwell et al. 2023, §6.2, Fig. 6):
 word vectors from a tok2vec or transformer listener, optionally concatenated
 with :func:`RepetitionFeatures` and :func:`ClauseFeatures`, a packed BiLSTM, a linear layer to tag space
-and a linear-chain CRF (:mod:`spacy_rhetoric.crf`). The component is
+and a linear-chain CRF (:mod:`spacy_rhetoric.ml.crf`). The component is
 :mod:`spacy_rhetoric.components.parallelism_linker`.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Model, chain, concatenate, with_array
 from thinc.types import Floats2d
 
-from ..components.clause_segmenter import CLAUSE_PUNCT, SENTENCE_PUNCT
-from ..crf import CRF
+from ..annotation import CLAUSE_PUNCT, SENTENCE_PUNCT
+from .crf import CRF
 from .lstm import PackedBiLSTM
 
 

@@ -20,7 +20,7 @@ do not even depend on the other spans of the batch. Optionally
 (``int8_on_cpu``) the sub-batches run on a CPU through the int8 copy of the
 encoder (:mod:`spacy_rhetoric.ml.quantized_transformer`). In prediction on
 a CPU the encoder runs on ``cpu_threads`` torch threads however few the
-caller set (:func:`spacy_rhetoric.ml.threads.encoder_threads`).
+caller set (:func:`spacy_rhetoric.runtime.threads.encoder_threads`).
 
 In training the gradients flow back through the regrouping to the same
 parameters, so an update is TransformerModel.v3's up to rounding (dropout
@@ -39,7 +39,7 @@ from thinc.api import Model
 from ..errors import Errors
 from .batching import length_batches
 from .quantized_transformer import on_cpu, quantized_copy
-from .threads import encoder_threads, torch_threads
+from ..runtime.threads import encoder_threads, torch_threads
 
 #: Fields of a Hugging Face model output that are (rows, length, width).
 _PER_POSITION = ("last_hidden_state", "hidden_states")
@@ -144,7 +144,7 @@ def wrap_forward(float_forward: Callable, *, batch_tokens: Optional[int], int8_o
     (``batch_tokens`` not None: in training too, where the gradients flow
     through the regrouping) and, in prediction on a CPU, int8
     (``int8_on_cpu``) on ``cpu_threads`` torch threads
-    (:func:`spacy_rhetoric.ml.threads.encoder_threads`); with none of them
+    (:func:`spacy_rhetoric.runtime.threads.encoder_threads`); with none of them
     it is ``float_forward`` as it is."""
     def forward(model: Model, docs: List[Doc], is_train: bool):
         shim = model.layers[0].shims[0]

@@ -21,11 +21,16 @@ Task 2 (type classification given the gold units) needs the model and is in
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.scorer import PRFScore
 from spacy.training import Example
 from spacy.util import registry
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
+
+    from ..corpora.configure import Passage
 
 Unit = Tuple[int, int, str]
 
@@ -120,3 +125,39 @@ def score_figurative_units(
 @registry.scorers("spacy_rhetoric.figurative_units_scorer.v1")
 def make_figurative_units_scorer():
     return score_figurative_units
+
+
+def gold_units(passage: Passage) -> List[tuple]:
+    """``(begin, end, label)`` of each gold unit of a ConFiguRe passage
+    (:class:`spacy_rhetoric.corpora.configure.Passage`), its offsets trimmed
+    as :func:`unit_key` trims them."""
+    return [(*unit_key(passage.fragment, u.begin, u.end), u.label) for u in passage.units]
+
+
+def classification_given_units(pipe, docs: Sequence[Doc], passages: Sequence[Passage]) -> Dict[str, Any]:
+    """Task 2 with the ``figurative_units`` component ``pipe`` on processed
+    ``docs``: micro-F1, macro-F1 and per-type P/R/F of the type it gives
+    each gold unit."""
+    per_type: Dict[str, PRFScore] = {}
+    correct = total = 0
+    for doc, passage in zip(docs, passages):
+        if not passage.units:
+            continue
+        predicted = pipe.classify_units(doc, [(u.begin, u.end) for u in passage.units])
+        for unit, label in zip(passage.units, predicted):
+            total += 1
+            correct += label == unit.label
+            gold_prf = per_type.setdefault(unit.label, PRFScore())
+            if label == unit.label:
+                gold_prf.tp += 1
+            else:
+                gold_prf.fn += 1
+                if label:
+                    per_type.setdefault(label, PRFScore()).fp += 1
+    micro = correct / total if total else 0.0
+    return {
+        "classification_micro_f": micro,
+        "classification_macro_f": sum(s.fscore for s in per_type.values()) / len(per_type) if per_type else 0.0,
+        "classification_per_type": {k: {"p": s.precision, "r": s.recall, "f": s.fscore} for k, s in sorted(per_type.items())},
+        "classification_units": total,
+    }

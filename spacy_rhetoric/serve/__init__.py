@@ -1,7 +1,7 @@
 """``rhetoric serve``: a REST service and a page for teachers
 (:mod:`spacy_rhetoric.serve.app`, needs ``pip install 'spacy-rhetoric[serve]'``),
 and the renderer shared with the static report
-(:mod:`spacy_rhetoric.render`, no extra dependency)."""
+(:mod:`spacy_rhetoric.analysis.render`, no extra dependency)."""
 from __future__ import annotations
 
 from typing import Any

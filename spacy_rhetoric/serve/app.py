@@ -11,7 +11,7 @@ Endpoints (all answers JSON except the page and its static files):
 ``POST /analyze``
     ``{"text": str, "id"?: str}`` -> one ``spacy-rhetoric/analysis/v1``
     record (what ``rhetoric analyze`` writes, built by
-    :func:`spacy_rhetoric.records.doc_to_record`; ``path`` and ``encoding``
+    :func:`spacy_rhetoric.analysis.records.doc_to_record`; ``path`` and ``encoding``
     null, ``id`` default ``"text"``), or ``{"texts": [str], "ids"?: [str]}``
     -> a JSON array of records (ids default ``text-1``, ``text-2``, ...).
     Empty or whitespace text gives the empty analysis. A text the pipeline
@@ -20,7 +20,7 @@ Endpoints (all answers JSON except the page and its static files):
     (status 200) for ``texts``.
 ``POST /render``
     an analysis record -> ``{"html": fragment}``, the rendering of
-    :mod:`spacy_rhetoric.render` that the page shows and the static
+    :mod:`spacy_rhetoric.analysis.render` that the page shows and the static
     report embeds (the page calls ``/analyze`` and then this).
 ``POST /suggest``
     ``{"text", "sentence", "rhetoric", "object"?, "n"?, "weights"?,
@@ -66,7 +66,7 @@ endpoints are plain ``def`` functions that FastAPI runs in its threadpool
 answered concurrently, while the pipeline itself analyses one request at a
 time (a ``texts`` request as one ``nlp.pipe`` batch), torch on one thread
 (a transformer encoder's ``cpu_threads`` apply in the main thread only:
-:func:`spacy_rhetoric.ml.threads.encoder_threads`).
+:func:`spacy_rhetoric.runtime.threads.encoder_threads`).
 Throughput is therefore one pipeline's; to use more cores, run several
 ``serve`` processes (each loads its own pipeline, about 0.75 GiB) behind a
 proxy, or use ``rhetoric analyze --engine ray`` for batches. Generation
@@ -105,12 +105,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from spacy.language import Language
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..analysis_io import InputDoc
+from ..analysis.io import InputDoc
 from ..llm.redaction import environment_secrets
 from ..llm.redaction import redact as redact_secrets
-from ..pipeline import load_pipeline
-from ..records import SCHEMA, model_info, single_torch_thread
-from ..render import render_record, static_text
+from ..packaging import load_pipeline
+from ..analysis.records import SCHEMA, model_info, single_torch_thread
+from ..analysis.render import render_record, static_text
 from ..taxonomy import REQUEST_OBJECT
 from .limits import (PAGE_CSP, BodyLimitMiddleware, RateLimitMiddleware, SecurityHeadersMiddleware,
                      TokenAuthMiddleware, error_response, header_timeout_protocol)
@@ -333,7 +333,7 @@ class Analyzer:
                                                 f"{self.max_chars} per request (serve --max-chars)")
 
     def records(self, ids: List[str], texts: List[str]) -> List[Dict[str, Any]]:
-        from ..engines import analyze_batch
+        from ..analysis.engines import analyze_batch
 
         batch = [(i, InputDoc(doc_id, None, text)) for i, (doc_id, text) in enumerate(zip(ids, texts))]
         with self.lock, single_torch_thread():
@@ -347,7 +347,7 @@ def build_generator(config: Union[str, Path]) -> Any:
     own (so the analysis pipeline is unchanged)."""
     import spacy
 
-    from ..pipeline import _generator_config
+    from ..packaging import _generator_config
 
     return spacy.blank("zh").add_pipe("rhetoric_generator", config=_generator_config(Path(config)))
 

@@ -58,7 +58,7 @@ def peak_rss_mib(pid: int) -> Optional[float]:
 def load_texts(folder: Optional[Path], limit: int) -> List[str]:
     if folder is None:
         return [SAMPLE]
-    from ..analysis_io import iter_inputs
+    from ..analysis.io import iter_inputs
 
     paths = sorted(p for p in folder.iterdir() if p.suffix in (".txt", ".xml"))[:limit]
     return [doc.text for doc in iter_inputs(paths) if doc.text]
