@@ -12,7 +12,7 @@ spaCy's own pipeline tests (``spacy/tests/pipeline/test_spancat.py``:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import pytest
 import spacy
@@ -26,10 +26,16 @@ from spacy.util import registry
 Output = Callable[[Doc], Any]
 
 
-def train(nlp: Language, name: str, examples: List[Example], n_iter: int, **update_kwargs) -> List[float]:
+def train(
+    nlp: Language, name: str, examples: List[Example], n_iter: int, learn_rate: Optional[float] = None, **update_kwargs
+) -> List[float]:
     """``nlp.initialize`` on ``examples``, then ``n_iter`` ``nlp.update``
-    calls on all of them without dropout; returns ``name``'s loss per update."""
+    calls on all of them without dropout, with the optimizer
+    ``nlp.initialize`` returns (Adam, its learn rate set to ``learn_rate``
+    when given); returns ``name``'s loss per update."""
     optimizer = nlp.initialize(lambda: examples)
+    if learn_rate is not None:
+        optimizer.learn_rate = learn_rate
     history = []
     for _ in range(n_iter):
         losses: Dict[str, float] = {}
