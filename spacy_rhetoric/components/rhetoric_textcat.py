@@ -32,7 +32,6 @@ from ..annotation import (
     DISJUNCTIONS_KEY,
     LEVEL_SPAN_KEYS,
     annotated_labels,
-    ParagraphClipper,
     gold_sentence_labels,
     mark_one_sentence,
     sentence_spans,
@@ -41,7 +40,7 @@ from ..errors import Errors
 from ..scorers.classification import score_rhetoric_classification
 from ..spangroups import CROSS_PARAGRAPH, IN_PARAGRAPH, parallelism_groups
 from ..taxonomy import LEVELS, LITERAL, children
-from .. import extensions  # noqa: F401  registers Span._.rhetoric
+from ..extensions import SCORES  # importing it registers Span._.rhetoric
 
 #: The coarse device the linker rule sets (see :class:`RhetoricTextCategorizer`).
 PARALLELISM = "parallelism"
@@ -141,10 +140,11 @@ def merge_decisions(
     on the simile corpus, one on PSE-I). A label accepted by either is kept
     with the higher score; the sentence is ``literal`` only if both say so,
     with the lower literal score, since either model's device makes it
-    non-literal."""
+    non-literal. ``"scores"`` (every label's probability) is merged the same
+    way: the higher probability of a device, the lower of ``literal``."""
     devices = {**earlier.get("coarse", {}), **later.get("coarse", {})}
     devices.pop(LITERAL, None)
-    result: Dict[str, Dict[str, float]] = {}
+    result: Dict[str, Any] = {}
     for level in LEVELS:
         a, b = earlier.get(level, {}), later.get(level, {})
         if devices:
@@ -152,6 +152,12 @@ def merge_decisions(
         else:
             merged = {LITERAL: min(a.get(LITERAL, 1.0), b.get(LITERAL, 1.0))}
         result[level] = merged
+    if SCORES in earlier or SCORES in later:
+        result[SCORES] = {}
+        for level in LEVELS:
+            a, b = earlier.get(SCORES, {}).get(level, {}), later.get(SCORES, {}).get(level, {})
+            pick = {k: (min if k == LITERAL else max)(a[k], b[k]) for k in a if k in b}
+            result[SCORES][level] = {**a, **b, **pick}
     return result
 
 
@@ -205,10 +211,17 @@ class RhetoricTextCategorizer(TrainablePipe):
     for an empty doc):
 
     - ``sent._.rhetoric`` = ``{"coarse": {label: score}, "form": {...},
-      "content": {...}}``: the accepted labels with their probabilities;
+      "content": {...}, "scores": {"coarse": {label: score}, "form": {...},
+      "content": {...}}}``: under each level the accepted labels (the
+      decoding below) with their probabilities, as the analysis record's
+      sentences hold them; under ``"scores"`` the probability of every
+      label of each level that the component was trained on
+      (:meth:`label_scores`), accepted or not;
     - ``doc.spans["rhetoric"]``, ``["rhetoric_form"]``, ``["rhetoric_content"]``:
-      one sentence span per accepted non-literal label, ``attrs["scores"]``
-      aligned with the spans.
+      one span per accepted non-literal label of a sentence, with exactly
+      the sentence's ``start`` and ``end`` (the whitespace that ends a
+      paragraph included, as in ``doc.sents``; a sentence of whitespace
+      only gets none), ``attrs["scores"]`` aligned with the spans.
 
     Decoding (hierarchy, CERD §3.1 and the correct mapping of §5.1):
     1. coarse devices with probability >= their threshold are accepted;
@@ -331,35 +344,78 @@ class RhetoricTextCategorizer(TrainablePipe):
         indices, scores = indices_scores
         scores = self.model.ops.to_numpy(scores)
         lengths = self.model.ops.to_numpy(indices.lengths)
+        layout = self._score_layout()
         offset = 0
         for doc, n in zip(docs, lengths):
             mark_one_sentence(doc)
             groups = {lv: ([], []) for lv in LEVELS}
             branches = self._branch_offsets(doc)
-            clip = ParagraphClipper(doc)
+            space = doc.to_array("IS_SPACE").astype(bool) if len(doc) else numpy.zeros(0, dtype=bool)
             # rows follow sentence_spans(doc); the model pooled each without
             # its edge whitespace, the labels go on the sentence itself
             for row, sent in zip(range(offset, offset + int(n)), sentence_spans(doc)):
                 holds_branch = any(s < sent.end and sent.start < e for s, e in branches)
-                decoded = self.decode(scores[row], force=(PARALLELISM,) if holds_branch else ())
+                decoded: Dict[str, Any] = self.decode(scores[row], force=(PARALLELISM,) if holds_branch else ())
+                decoded[SCORES] = self._label_scores(scores[row], layout)
                 if self.merge and sent._.rhetoric:
                     decoded = merge_decisions(sent._.rhetoric, decoded)
                 sent._.rhetoric = decoded
-                # the sentence span leaves out whitespace at its edges (a
-                # line break that ends a paragraph belongs to no device)
-                clipped = clip(sent.start, sent.end)
-                if clipped is None:
+                # a sentence of whitespace only carries no device
+                if space[sent.start:sent.end].all():
                     continue
-                for level, accepted in decoded.items():
-                    for label, score in accepted.items():
+                for level in LEVELS:
+                    for label, score in decoded[level].items():
                         if label != LITERAL:
-                            groups[level][0].append(Span(doc, *clipped, label=label))
+                            groups[level][0].append(Span(doc, sent.start, sent.end, label=label))
                             groups[level][1].append(score)
             offset += int(n)
             for level, (spans, span_scores) in groups.items():
                 group = SpanGroup(doc, name=LEVEL_SPAN_KEYS[level], spans=spans)
                 group.attrs["scores"] = numpy.asarray(span_scores, dtype="f")
                 doc.spans[LEVEL_SPAN_KEYS[level]] = group
+
+    def _score_layout(self) -> Dict[str, List[Tuple[str, Optional[int]]]]:
+        """Per level, ``(label, column)`` of every trained label of that level
+        in column order, then ``(literal, column)``; column None where
+        ``literal`` was not trained (its score is then derived, see
+        :meth:`decode`)."""
+        trained = set(self.cfg["trained_labels"])
+        layout: Dict[str, List[Tuple[str, Optional[int]]]] = {lv: [] for lv in LEVELS}
+        literal: Dict[str, Optional[int]] = {lv: None for lv in LEVELS}
+        for i, key in enumerate(self.labels):
+            if key not in trained:
+                continue
+            level, label = key.split("/", 1)
+            if label == LITERAL:
+                literal[level] = i
+            elif level in layout:
+                layout[level].append((label, i))
+        for level in LEVELS:
+            layout[level].append((LITERAL, literal[level]))
+        return layout
+
+    def _label_scores(self, probs: numpy.ndarray, layout: Dict[str, List[Tuple[str, Optional[int]]]]) -> Dict[str, Dict[str, float]]:
+        row = probs.tolist()
+        devices = [row[i] for _, i in layout["coarse"] if i is not None]
+        # literal untrained: one minus the highest device probability, as decode
+        derived = 1.0 - max(devices, default=0.0)
+        return {level: {label: (row[i] if i is not None else derived) for label, i in cols}
+                for level, cols in layout.items()}
+
+    def label_scores(self, probs: numpy.ndarray) -> Dict[str, Dict[str, float]]:
+        """Every label's probability for one sentence, accepted or not.
+
+        probs: Floats1d (n_labels,) in the order of :attr:`labels`.
+        Returns ``{"coarse": {label: p}, "form": {...}, "content": {...}}``
+        with, per level, the labels seen annotated during ``initialize``
+        (``cfg["trained_labels"]``; the others' outputs were never trained)
+        in column order, then ``literal``: its own output when trained,
+        else ``1 - max(coarse device probabilities)``, the score
+        :meth:`decode` gives a literal sentence. Probabilities are the
+        model's sigmoid outputs, in [0, 1]; the labels :meth:`decode`
+        accepts carry the same values.
+        """
+        return self._label_scores(probs, self._score_layout())
 
     def _branch_offsets(self, doc: Doc) -> List[Tuple[int, int]]:
         """Token offsets of the branches the linker wrote (the linker rule)."""
