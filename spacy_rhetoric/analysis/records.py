@@ -78,8 +78,8 @@ def record_body(doc: Doc) -> Dict[str, Any]:
     sentences = []
     clip = ParagraphClipper(doc)
     for sent in sentence_spans(doc):
-        # a sentence's offsets leave out whitespace at its edges, as its
-        # span in doc.spans["rhetoric"] does
+        # a sentence's offsets leave out whitespace at its edges (its span
+        # in doc.sents and doc.spans["rhetoric"] keeps a paragraph's line break)
         clipped = clip(sent.start, sent.end)
         if clipped is None:
             continue
