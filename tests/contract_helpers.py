@@ -12,7 +12,7 @@ spaCy's own pipeline tests (``spacy/tests/pipeline/test_spancat.py``:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import pytest
 import spacy
@@ -53,37 +53,38 @@ def assert_loss_falls(history: Sequence[float], factor: float = 0.1) -> None:
     assert history[-1] < factor * history[0], (history[0], history[-1])
 
 
-def assert_round_trips(nlp: Language, texts: Sequence[str], output: Output, tmp_path: Path) -> None:
-    """``nlp``'s output on ``texts`` is the same after
+def assert_round_trips(
+    nlp: Language, texts: Union[Sequence[str], Callable[[], List[Doc]]], output: Output, tmp_path: Path
+) -> None:
+    """``nlp``'s output on ``texts`` (strings, or a function returning fresh
+    Docs, e.g. of given words) is the same after
 
     - ``nlp.to_disk`` and ``spacy.load`` (the whole pipeline from disk);
     - ``nlp.to_bytes`` into a fresh pipeline built from ``nlp.config``;
     - the components' own ``to_bytes``/``from_bytes`` and
       ``to_disk``/``from_disk`` into fresh components of that pipeline.
     """
-    before = [output(doc) for doc in nlp.pipe(texts)]
+    inputs = texts if callable(texts) else lambda: list(texts)
+    before = [output(doc) for doc in nlp.pipe(inputs())]
 
     nlp.to_disk(tmp_path / "pipeline")
     from_disk = spacy.load(tmp_path / "pipeline")
     assert from_disk.pipe_names == nlp.pipe_names
-    assert [output(doc) for doc in from_disk.pipe(texts)] == before
+    assert [output(doc) for doc in from_disk.pipe(inputs())] == before
 
     from_bytes = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
     from_bytes.from_bytes(nlp.to_bytes())
-    assert [output(doc) for doc in from_bytes.pipe(texts)] == before
+    assert [output(doc) for doc in from_bytes.pipe(inputs())] == before
 
-    by_component = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
-    for i, name in enumerate(nlp.pipe_names):
-        pipe = nlp.get_pipe(name)
-        fresh = by_component.get_pipe(name)
+    by_bytes = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
+    by_disk = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
+    for name, pipe in nlp.pipeline:
         if hasattr(pipe, "to_bytes"):
-            if i % 2:
-                folder = tmp_path / f"component_{name}"
-                pipe.to_disk(folder)
-                fresh.from_disk(folder)
-            else:
-                fresh.from_bytes(pipe.to_bytes())
-    assert [output(doc) for doc in by_component.pipe(texts)] == before
+            by_bytes.get_pipe(name).from_bytes(pipe.to_bytes())
+            pipe.to_disk(tmp_path / f"component_{name}")
+            by_disk.get_pipe(name).from_disk(tmp_path / f"component_{name}")
+    assert [output(doc) for doc in by_bytes.pipe(inputs())] == before
+    assert [output(doc) for doc in by_disk.pipe(inputs())] == before
 
 
 def assert_scorer_keys(nlp: Language, name: str, examples: Iterable[Example], scorer_name: str) -> Dict[str, Any]:
