@@ -25,7 +25,7 @@ def nlp():
 
 @pytest.fixture(scope="module")
 def texts(pse_dir: Path):
-    from spacy_rhetoric.analysis.driver import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
 
     return [item.text for item in iter_inputs([pse_dir], split="test")][:6]
 

@@ -13,7 +13,9 @@ import spacy
 from typer.testing import CliRunner
 
 from spacy_rhetoric.analysis.io import DocumentError
-from spacy_rhetoric.analysis.driver import SCHEMA, analyze, doc_sections, doc_to_record, expand_paths, iter_inputs, read_pse_essay
+from spacy_rhetoric.analysis.driver import analyze
+from spacy_rhetoric.analysis.io import expand_paths, iter_inputs, read_pse_essay
+from spacy_rhetoric.analysis.records import SCHEMA, doc_sections, doc_to_record
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.corpora.pse_i import read_essay, read_splits
 from spacy_rhetoric.errors import CorpusFormatError

@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 from spacy_rhetoric.analysis import engines
 from spacy_rhetoric.analysis import io as analysis_io
 from spacy_rhetoric.analysis.io import DocumentError, decode_text, expand_inputs, read_pse_essay, scan_jsonl
-from spacy_rhetoric.analysis.driver import SCHEMA, analyze
+from spacy_rhetoric.analysis.driver import analyze
+from spacy_rhetoric.analysis.records import SCHEMA
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.corpora.pse_i import read_splits
 

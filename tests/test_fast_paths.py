@@ -58,7 +58,7 @@ def test_paragraph_clipper_equals_per_token_definition(text):
 
 
 def test_paragraph_clipper_on_an_essay(nlp, pse_dir):
-    from spacy_rhetoric.analysis.driver import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
 
     text = next(item.text for item in iter_inputs([pse_dir], split="test"))
     doc = nlp.make_doc(text.replace("\n", "\r\n", 2))
@@ -109,7 +109,7 @@ def reference_pair_features(a: str, b: str, distance: int) -> List[float]:
 
 
 def test_doc_features_equal_one_matcher_per_pair(nlp, pse_dir):
-    from spacy_rhetoric.analysis.driver import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
 
     texts = [item.text for item in iter_inputs([pse_dir], split="test")][:12]
     n_pairs = 0

@@ -203,7 +203,7 @@ def _first_test_simile_with_tenor(simile_dir: Path, tenor: str):
 
 
 def test_success_with_the_shipped_pipeline(simile_dir, rhetoric_nlp):
-    from spacy_rhetoric.analysis.driver import single_torch_thread
+    from spacy_rhetoric.analysis.records import single_torch_thread
     from spacy_rhetoric.llm.rhetoric_success import check_docs
 
     simile = _first_test_simile_with_tenor(simile_dir, "妈妈")

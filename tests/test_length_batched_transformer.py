@@ -197,7 +197,7 @@ def test_negative_batch_tokens_is_a_clear_error(bert):
 def test_shipped_transformer_pipeline_gives_the_padded_answers(pse_dir):
     """The shipped ``zh_rhetoric_trf`` (by length) and the same weights run
     by TransformerModel.v3 give three real essays the same analysis."""
-    from spacy_rhetoric.analysis.driver import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
     from test_same_answer import TOLERANCE, annotations, max_difference
 
     path = ROOT / "pipelines" / "zh_rhetoric_trf"

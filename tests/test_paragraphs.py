@@ -125,7 +125,7 @@ def _close(a, b) -> bool:
 
 @pytest.mark.parametrize("pipeline", PIPELINES, ids=[p.name for p in PIPELINES])
 def test_a_paragraph_gets_the_same_analysis_alone_and_in_its_essay(pipeline: Path, pse_dir: Path):
-    from spacy_rhetoric.analysis.driver import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
 
     essay = next(item.text for item in iter_inputs([pse_dir], split="test") if item.text.startswith("绚丽的人生\n"))
     nlp = spacy.load(pipeline)
@@ -144,7 +144,7 @@ def test_linker_decodes_each_paragraph_on_its_own(pse_dir: Path):
     """The linker's Viterbi runs per paragraph: on a real essay its path is
     the concatenation of the paragraphs' own paths, and on a single
     paragraph it is exactly the whole-doc path (published figures unchanged)."""
-    from spacy_rhetoric.analysis.driver import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
     from spacy_rhetoric.ml.crf import crf_decode
 
     nlp = spacy.load(ROOT / "pipelines" / "zh_rhetoric")
@@ -178,7 +178,7 @@ def test_linker_reads_each_paragraph_on_its_own(pipeline: Path, pse_dir: Path):
     (predict_by_paragraph): on a real essay every paragraph gets the same
     emissions and parallelisms alone as inside the essay, and a single
     paragraph gets the emissions of the plain model."""
-    from spacy_rhetoric.analysis.driver import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
     from spacy_rhetoric.ml.parallelism_tagger import predict_by_paragraph
     from spacy_rhetoric.spangroups import parallelism_offsets
 

@@ -15,7 +15,9 @@ import pytest
 import spacy
 
 from spacy_rhetoric import parallelisms
-from spacy_rhetoric.analysis.driver import SCHEMA, analyze_docs, doc_to_record, InputDoc
+from spacy_rhetoric.analysis.driver import analyze_docs
+from spacy_rhetoric.analysis.io import InputDoc
+from spacy_rhetoric.analysis.records import SCHEMA, doc_to_record
 from spacy_rhetoric.evaluation.benchmark import pse_test_texts
 
 from tiny_pipeline import build

@@ -93,7 +93,7 @@ def test_real_essays_spans_stay_in_their_paragraph(pipeline: Path, pse_dir: Path
     """A line break ends a paragraph: on the 42 PSE-I test essays (one line
     per paragraph, the title on the first line) no branch or component
     crosses one or has whitespace at an edge."""
-    from spacy_rhetoric.analysis.driver import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
 
     texts = [item.text for item in iter_inputs([pse_dir], split="test")]
     n_branches = 0

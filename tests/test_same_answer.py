@@ -27,7 +27,7 @@ HANG_LIMIT_S = int(os.environ.get("RHETORIC_HANG_LIMIT_S", 300))
 
 
 def essay_texts(pse_dir: Path) -> List[str]:
-    from spacy_rhetoric.analysis.driver import iter_inputs
+    from spacy_rhetoric.analysis.io import iter_inputs
 
     return [item.text for item in iter_inputs([pse_dir], split="test")]
 
@@ -149,7 +149,7 @@ def test_saved_and_loaded_pipeline_gives_the_same_answers(pipeline: Path, pse_di
 
 _ORDER_SCRIPT = """
 import json, sys, spacy
-from spacy_rhetoric.analysis.driver import iter_inputs
+from spacy_rhetoric.analysis.io import iter_inputs
 texts = [i.text for i in iter_inputs([sys.argv[2]], split="test")][:8]
 nlp = spacy.load(sys.argv[1])
 out = []

@@ -19,7 +19,9 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed: pip ins
 from fastapi.testclient import TestClient  # noqa: E402
 
 from fake_openai import FakeOpenAIServer, status, valid  # noqa: E402
-from spacy_rhetoric.analysis.driver import SCHEMA, analyze, iter_inputs  # noqa: E402
+from spacy_rhetoric.analysis.driver import analyze  # noqa: E402
+from spacy_rhetoric.analysis.io import iter_inputs  # noqa: E402
+from spacy_rhetoric.analysis.records import SCHEMA  # noqa: E402
 from spacy_rhetoric.serve import create_app  # noqa: E402
 from spacy_rhetoric.analysis.render import render_essay, render_record, static_text  # noqa: E402
 

@@ -35,7 +35,7 @@ import pytest
 pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'spacy-rhetoric[serve]'")
 
 from fake_openai import FakeOpenAIServer, Reply, status, valid  # noqa: E402
-from spacy_rhetoric.analysis.driver import iter_inputs  # noqa: E402
+from spacy_rhetoric.analysis.io import iter_inputs  # noqa: E402
 from test_serve import KEY_ENV, PIPELINE, SECRET, write_generator_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

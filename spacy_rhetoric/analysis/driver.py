@@ -77,29 +77,10 @@ from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, 
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from .io import (  # noqa: F401  re-exported: the analyze API predates the split
-    INPUT_SUFFIXES,
-    DocumentError,
-    InputDoc,
-    expand_inputs,
-    expand_paths,
-    iter_inputs,
-    read_pse_essay,
-    read_text_file,
-)
 from ..packaging import load_pipeline
-from .records import (  # noqa: F401  re-exported: the record API lived here first
-    SCHEMA,
-    doc_sections,
-    doc_to_record,
-    error_record,
-    model_info,
-    single_torch_thread,
-    summarize,
-    too_long_message,
-)
-from .render import COMPONENT_COLOURS, GROUP_COLOURS  # noqa: F401  the report's colours (shared with the page)
 from ..taxonomy import LITERAL
+from .io import InputDoc, expand_inputs, expand_paths, iter_inputs
+from .records import SCHEMA, doc_sections, doc_to_record, error_record, model_info, single_torch_thread, too_long_message
 
 ENGINES = ("local", "ray")
 
