@@ -54,27 +54,27 @@ def assert_loss_falls(history: Sequence[float], factor: float = 0.1) -> None:
 
 
 def assert_round_trips(
-    nlp: Language, texts: Union[Sequence[str], Callable[[], List[Doc]]], output: Output, tmp_path: Path
+    nlp: Language, texts: Union[Sequence[str], Callable[[Language], List[Doc]]], output: Output, tmp_path: Path
 ) -> None:
     """``nlp``'s output on ``texts`` (strings, or a function returning fresh
-    Docs, e.g. of given words) is the same after
+    Docs for a pipeline, e.g. of given words) is the same after
 
     - ``nlp.to_disk`` and ``spacy.load`` (the whole pipeline from disk);
     - ``nlp.to_bytes`` into a fresh pipeline built from ``nlp.config``;
     - the components' own ``to_bytes``/``from_bytes`` and
       ``to_disk``/``from_disk`` into fresh components of that pipeline.
     """
-    inputs = texts if callable(texts) else lambda: list(texts)
-    before = [output(doc) for doc in nlp.pipe(inputs())]
+    inputs = texts if callable(texts) else lambda pipeline: list(texts)
+    before = [output(doc) for doc in nlp.pipe(inputs(nlp))]
 
     nlp.to_disk(tmp_path / "pipeline")
     from_disk = spacy.load(tmp_path / "pipeline")
     assert from_disk.pipe_names == nlp.pipe_names
-    assert [output(doc) for doc in from_disk.pipe(inputs())] == before
+    assert [output(doc) for doc in from_disk.pipe(inputs(from_disk))] == before
 
     from_bytes = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
     from_bytes.from_bytes(nlp.to_bytes())
-    assert [output(doc) for doc in from_bytes.pipe(inputs())] == before
+    assert [output(doc) for doc in from_bytes.pipe(inputs(from_bytes))] == before
 
     by_bytes = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
     by_disk = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
@@ -83,8 +83,8 @@ def assert_round_trips(
             by_bytes.get_pipe(name).from_bytes(pipe.to_bytes())
             pipe.to_disk(tmp_path / f"component_{name}")
             by_disk.get_pipe(name).from_disk(tmp_path / f"component_{name}")
-    assert [output(doc) for doc in by_bytes.pipe(inputs())] == before
-    assert [output(doc) for doc in by_disk.pipe(inputs())] == before
+    assert [output(doc) for doc in by_bytes.pipe(inputs(by_bytes))] == before
+    assert [output(doc) for doc in by_disk.pipe(inputs(by_disk))] == before
 
 
 def assert_scorer_keys(nlp: Language, name: str, examples: Iterable[Example], scorer_name: str) -> Dict[str, Any]:
