@@ -40,7 +40,7 @@ from spacy.util import registry
 
 from .kb import SimileKB, pair_components
 
-logger = logging.getLogger("spacy_rhetoric.evaluation")
+logger = logging.getLogger(__name__)
 
 DEFAULT_WEIGHTS = (1 / 2, 1 / 3, 1 / 6)
 

@@ -16,11 +16,11 @@ Metrics (each only when its option is given; sources in the modules named):
 - reference metrics BLEU-2/4, ROUGE-L, BERTScore (``--encoder``) and
   perplexity under a causal LM (``--lm``): :mod:`.reference`;
 - perplexity and OOV rate under a KenLM word n-gram model (``--kenlm``):
-  :mod:`.ngram_lm`;
+  :mod:`spacy_rhetoric.llm.ngram_lm`;
 - HAUSER (He et al. 2023, ``papers/002_*``) relevance, creativity,
   informativeness and quality Q (``--kb``) and sentiment consistency
   c_s = P(h_s = a) − P(h_l = a) (§3.1.3, eq. 5; ``--sentiment jiagu`` or a
-  local classifier): :mod:`.hauser`. HAUSER compares a candidate with the
+  local classifier): :mod:`spacy_rhetoric.llm.hauser`. HAUSER compares a candidate with the
   literal sentence it polishes: here the record's ``literal``, else its
   ``reference``. The candidate (and a reference counterpart, itself a
   rhetorical sentence) is cut after its first vehicle as §3.1.3 prescribes;
@@ -28,7 +28,7 @@ Metrics (each only when its option is given; sources in the modules named):
   event needs an event extractor we do not have. Logical consistency
   (§3.1.2, eq. 4) needs a Chinese NLI model, which is not available: it is
   reported as "not available", never approximated, and Q leaves it out;
-- rhetoric success rate (``--rhetoric-model``): :mod:`.rhetoric_success`.
+- rhetoric success rate (``--rhetoric-model``): :mod:`spacy_rhetoric.llm.rhetoric_success`.
   With that pipeline, HAUSER's components (tenor, vehicle) come from its
   ``rhetoric_components``; without it, from the comparator rule.
 
