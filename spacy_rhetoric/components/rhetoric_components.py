@@ -25,7 +25,7 @@ from spacy.attrs import IS_PUNCT, IS_SPACE
 from spacy.language import Language
 from spacy.pipeline.spancat import SpanCategorizer, Suggester
 from spacy.tokens import Doc, Span, SpanGroup
-from spacy.training import Example
+from spacy.training import Example, validate_get_examples
 from spacy.util import registry
 from thinc.api import Config, Model, get_current_ops
 from thinc.types import Floats2d, Ints2d, Ragged
@@ -264,7 +264,9 @@ class RhetoricComponents(SpanCategorizer):
     ) -> None:
         """Labels default to those the examples annotate (declared in
         ``user_data["rhetoric_annotated"]["components"]`` or present);
-        otherwise as spaCy's spancat."""
+        otherwise as spaCy's spancat. Raises TypeError (spaCy E930) if
+        ``get_examples`` is not a callable returning Examples."""
+        validate_get_examples(get_examples, "RhetoricComponents.initialize")
         if labels is None:
             found = set()
             for eg in get_examples():
