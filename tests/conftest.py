@@ -10,6 +10,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RHETORIC_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
+def pytest_collection_modifyitems(items) -> None:
+    """Mark ``corpus`` every test that needs the real corpora (through the
+    ``shared_data`` fixture or one built on it): ``-m "not corpus"`` selects
+    what runs in a clone without ``../shared/data``; ``make test`` and CI
+    run both."""
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.corpus)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """Path of ``../shared/data``; tests that need real data skip without it."""
