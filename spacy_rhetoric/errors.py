@@ -53,6 +53,8 @@ class Errors(metaclass=ErrorsWithCodes):
             "kenlm_path to null (no fluency term).")
     R022 = ("The language model backend answered no candidate: {reason}. Check that the server "
             "(--base-url) or the model (--model-path) is up; the analyser was not reached.")
+    R023 = ("[{section}] has settings of the earlier flat rhetoric_generator config; each now "
+            "belongs to a block: {moved}.")
     # trainable components
     R101 = "'{name}' needs at least one non-empty training document to initialize."
     R102 = "Tag {tag!r} is not among the labels of '{name}'; re-initialize on this data."

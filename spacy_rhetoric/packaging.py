@@ -195,11 +195,19 @@ def read_metrics(paths: Iterable[Union[str, Path]]) -> Dict[str, Dict[str, float
 
 def _generator_config(path: Path) -> Dict[str, Any]:
     """The ``[components.rhetoric_generator]`` block of a config file
-    (without ``factory``). Raises ValueError if the file has none."""
+    (without ``factory``). Raises ValueError if the file has none, or when
+    it has settings of the earlier flat config (R023, naming the block each
+    now belongs to)."""
+    from .components.rhetoric_generator import check_config
+
     cfg = Config().from_disk(path, interpolate=False)
     block = cfg.get("components", {}).get("rhetoric_generator")
     if block is None:
         raise ValueError(f"{path}: no [components.rhetoric_generator] section")
+    try:
+        check_config(block)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     return {k: v for k, v in block.items() if k != "factory"}
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.cli.generate import resolve_prompt_style
 from spacy_rhetoric.llm.prompts import render_rg_prompt
-from spacy_rhetoric.llm.tiny import build_tiny_chat_model
+from tiny_llm import build_tiny_chat_model
 
 runner = CliRunner()
 

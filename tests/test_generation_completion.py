@@ -23,9 +23,10 @@ from spacy_rhetoric.llm.finetune import IGNORE_INDEX, FinetuneConfig, encode_exa
 from spacy_rhetoric.llm.openai_compatible import OpenAICompatibleBackend
 from spacy_rhetoric.llm.records import read_jsonl, write_jsonl
 from spacy_rhetoric.llm.rg_batch import generate_records, sample_records, written_ids
-from spacy_rhetoric.llm.tiny import build_tiny_chat_model
+from spacy_rhetoric.llm.sampling import Sampling
+from spacy_rhetoric.llm.tasks import make_rhetoric_generation_task
 from spacy_rhetoric.llm.transformers_backend import TransformersBackend
-from tiny_llm import real_records
+from tiny_llm import build_tiny_chat_model, real_records
 
 GEMMA = Path(__file__).resolve().parents[1] / "assets" / "generators" / "gemma-3-270m"
 
@@ -108,8 +109,9 @@ def test_generator_completion_style(tiny_base, records, tmp_path):
     shots_file = tmp_path / "shots.jsonl"
     write_jsonl(records, shots_file)
     backend = TransformersBackend(str(tiny_base), device="cpu", seed=0)
-    gen = RhetoricGenerator(None, backend, prompt_style="completion", shots_path=str(shots_file), n_shots=2,
-                            n_candidates=3, temperature=1.0, max_new_tokens=8)
+    gen = RhetoricGenerator(None, backend,
+                            task=make_rhetoric_generation_task(prompt_style="completion", shots_path=str(shots_file), n_shots=2),
+                            sampling=Sampling(n_candidates=3, temperature=1.0, max_new_tokens=8))
     assert [s["target"] for s in gen.cfg["shots"]["metaphor"]] == [s.target for s in select_shots(records, "metaphor", 2)]
     cands = gen.generate(["上文。"], "metaphor", "月光")
     assert cands
@@ -122,9 +124,9 @@ def test_generator_completion_style(tiny_base, records, tmp_path):
     loaded = RhetoricGenerator(None, backend).from_disk(tmp_path / "gen")
     assert loaded.cfg["prompt_style"] == "completion" and loaded.cfg["shots"] == gen.cfg["shots"]
     with pytest.raises(ValueError, match=r"\[R004\]"):
-        RhetoricGenerator(None, OpenAICompatibleBackend("http://127.0.0.1:9/v1", "m"), prompt_style="completion")
+        RhetoricGenerator(None, OpenAICompatibleBackend("http://127.0.0.1:9/v1", "m"), task=gen.task)
     with pytest.raises(ValueError, match=r"\[R003\]"):
-        RhetoricGenerator(None, backend, prompt_style="poem")
+        make_rhetoric_generation_task(prompt_style="poem")
 
 
 def test_lora_on_the_completion_format(tiny_base, records, tmp_path):
@@ -157,7 +159,8 @@ def test_generate_records_sample_human_and_resume(tiny_base, records, tmp_path):
     assert rows[0]["condition"] == {"rhetoric": pairs[0][1].rhetoric, "object": pairs[0][1].object}
 
     gen = RhetoricGenerator(None, TransformersBackend(str(tiny_base), device="cpu", seed=0),
-                            prompt_style="completion", n_shots=1, n_candidates=1, temperature=1.0, max_new_tokens=6)
+                            task=make_rhetoric_generation_task(prompt_style="completion", n_shots=1),
+                            sampling=Sampling(n_candidates=1, temperature=1.0, max_new_tokens=6))
     out = tmp_path / "tiny.jsonl"
     generate_records(pairs, out, system="tiny", generator=gen, batch_size=2, progress=False)
     full = out.read_text(encoding="utf8").splitlines()
@@ -179,7 +182,8 @@ def test_real_gemma_asset_generates():
     meta = json.loads((GEMMA / "asset.json").read_text(encoding="utf8"))
     assert "Gemma Terms of Use" in meta["license"] and meta["parameters"] > 250_000_000
     backend = TransformersBackend(str(GEMMA), device="cpu", seed=0, top_p=0.9, repetition_penalty=1.1)
-    gen = RhetoricGenerator(None, backend, prompt_style="completion", n_candidates=1, temperature=0.8, max_new_tokens=24)
+    gen = RhetoricGenerator(None, backend, task=make_rhetoric_generation_task(prompt_style="completion"),
+                            sampling=Sampling(n_candidates=1, temperature=0.8, max_new_tokens=24))
     cands = gen.generate([], "metaphor", "月亮")
     assert len(cands) == 1 and cands[0].raw
     assert cands[0].ok == bool(cands[0].raw.split("\n", 1)[0].strip())
@@ -189,7 +193,8 @@ def test_benchmark_generation_counts_generated_tokens(tiny_base, records):
     from spacy_rhetoric.evaluation.benchmark import benchmark_generation
 
     gen = RhetoricGenerator(None, TransformersBackend(str(tiny_base), device="cpu", seed=0),
-                            prompt_style="completion", n_shots=1, n_candidates=1, temperature=1.0, max_new_tokens=5)
+                            task=make_rhetoric_generation_task(prompt_style="completion", n_shots=1),
+                            sampling=Sampling(n_candidates=1, temperature=1.0, max_new_tokens=5))
     result = benchmark_generation(gen, records[:4], batch_size=2)
     assert result["records"] == 4 and 4 <= result["tokens"] <= 20 and result["seconds"] > 0
     assert result["tokens_per_second"] == pytest.approx(result["tokens"] / result["seconds"])

@@ -4,15 +4,19 @@ policies, bad input, and that no API key reaches a saved pipeline or log."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 import spacy
 from spacy.util import registry
+from thinc.api import ConfigValidationError
 
 from fake_openai import FakeOpenAIServer, malformed, status, valid
 from spacy_rhetoric.components.rhetoric_generator import RhetoricGenerator
-from spacy_rhetoric.llm.prompts import rg_messages
+from spacy_rhetoric.llm.prompts import RG_DEVICES, rg_messages
 from tiny_llm import real_records, tiny_model
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SECRET = "sk-gen-test-91c0ffee-NEVER-WRITE-ME"
 ENV = "RHETORIC_GEN_TEST_KEY"
@@ -31,7 +35,7 @@ def tiny_path(tmp_path_factory, records):
 def _nlp(backend_cfg, **cfg):
     nlp = spacy.blank("zh")
     nlp.add_pipe("sentencizer", config={"punct_chars": ["。", "！", "？"]})
-    nlp.add_pipe("rhetoric_generator", config={"backend": backend_cfg, **cfg})
+    nlp.add_pipe("rhetoric_generator", config={"model": backend_cfg, **cfg})
     return nlp
 
 
@@ -39,7 +43,7 @@ def test_end_to_end_tiny_transformers(tiny_path, records):
     rec = next(r for r in records if r.source == "cmdag")
     text = "。".join(s.rstrip("。") for s in rec.previous_sentences) + "。" + rec.target
     backend_cfg = {"@llm_backends": "spacy_rhetoric.Transformers.v1", "model_path": str(tiny_path)}
-    nlp = _nlp(backend_cfg, n_candidates=2, temperature=0.0, max_new_tokens=16, rewrite=False)
+    nlp = _nlp(backend_cfg, sampling={"n_candidates": 2, "temperature": 0.0, "max_new_tokens": 16}, task={"rewrite": False})
     n_sents = len(list(nlp(text).sents))
     target = n_sents - 1
     doc = nlp(text, component_cfg={"rhetoric_generator": {"requests": [{"sentence": target, "rhetoric": "metaphor", "object": rec.object}]}})
@@ -85,7 +89,7 @@ def test_generate_reranks_by_logprob_and_reports_failures():
 def test_literal_policy_and_objects_from_components():
     with FakeOpenAIServer(default=valid('{"generation": "星星像眼睛。"}')) as srv:
         nlp = _nlp({"@llm_backends": "spacy_rhetoric.OpenAICompatible.v1", "base_url": srv.base_url,
-                    "model": "m", "api_key_env": None}, policy="literal", n_candidates=1)
+                    "model": "m", "api_key_env": None}, policy="literal", sampling={"n_candidates": 1})
         doc = nlp.make_doc("花儿对我笑。星星很亮。我很开心。")
         for name, proc in nlp.pipeline[:-1]:
             doc = proc(doc)
@@ -105,7 +109,8 @@ def test_literal_policy_and_objects_from_components():
 def test_bad_input():
     with FakeOpenAIServer() as srv:
         nlp = _nlp({"@llm_backends": "spacy_rhetoric.OpenAICompatible.v1", "base_url": srv.base_url,
-                    "model": "m", "api_key_env": None}, policy="all", n_candidates=1, max_sentence_chars=20)
+                    "model": "m", "api_key_env": None}, policy="all", sampling={"n_candidates": 1},
+                   task={"max_sentence_chars": 20})
         assert nlp("")._.rhetoric_suggestions == []
         assert nlp("   ")._.rhetoric_suggestions == []
         with pytest.raises(IndexError):
@@ -131,7 +136,7 @@ def test_api_key_never_saved_logged_or_raised(tmp_path, monkeypatch, caplog):
     echo = status(401, body=f'{{"error": "bad key {SECRET}"}}')
     with FakeOpenAIServer([valid('{"generation": "好"}'), echo], default=echo) as srv:
         nlp = _nlp({"@llm_backends": "spacy_rhetoric.OpenAICompatible.v1", "base_url": srv.base_url,
-                    "model": "m", "api_key_env": ENV, "max_retries": 0}, n_candidates=1)
+                    "model": "m", "api_key_env": ENV, "max_retries": 0}, sampling={"n_candidates": 1})
         with caplog.at_level(logging.DEBUG):
             ok = nlp("月光很亮。", component_cfg={"rhetoric_generator": {"requests": [{"sentence": 0, "rhetoric": "metaphor", "object": "月光"}]}})
             bad = nlp("月光很亮。", component_cfg={"rhetoric_generator": {"requests": [{"sentence": 0, "rhetoric": "metaphor", "object": "月光"}]}})
@@ -155,3 +160,87 @@ def test_logprob_reranker_registered():
     kw = dict(context=[], rhetoric="metaphor", object="x")
     assert scorer(["aa", "b", "c"], logprobs=[-2.0, -1.0, None], **kw) == [-2.0, -1.0, -3.0]
     assert scorer(["a"], logprobs=[None], **kw) == [0.0]
+
+
+# --- the config: a task, a model, the sampling and verifier blocks ---------------------------
+
+#: What the earlier flat default config resolved to: the blocks give the same settings.
+DEFAULT_SETTINGS = {
+    "policy": "none", "rhetorics": ["metaphor"],
+    "prompt_style": "instruction", "language": "zh", "n_context": 3, "rewrite": True, "max_sentence_chars": 300,
+    "lead": "none", "shots": {},
+    "n_candidates": 3, "temperature": 0.7, "max_new_tokens": 96, "time_budget": 0.0, "round_size": 0,
+    "verify": True, "analyser": "self", "weights": {"analyser": 1.0, "fluency": 0.1, "reranker": 0.1},
+    "kenlm_path": None, "min_branches": 3,
+}
+
+
+def test_the_factory_takes_a_task_a_model_and_two_blocks():
+    nlp = spacy.blank("zh")
+    gen = nlp.add_pipe("rhetoric_generator")
+    block = nlp.config["components"]["rhetoric_generator"]
+    assert sorted(block) == ["factory", "model", "policy", "rhetorics", "sampling", "task", "verifier"]
+    assert block["task"]["@llm_tasks"] == "spacy_rhetoric.RhetoricGeneration.v1"
+    assert block["model"]["@llm_backends"] == "spacy_rhetoric.OpenAICompatible.v1"
+    assert block["sampling"]["@misc"] == "spacy_rhetoric.GenerationSampling.v1"
+    assert block["verifier"]["@misc"] == "spacy_rhetoric.SuggestionVerifier.v1"
+    assert block["verifier"]["reranker"]["@misc"] == "spacy_rhetoric.LogprobReranker.v1"
+    assert gen.cfg == DEFAULT_SETTINGS
+    assert gen.task.prompt_style == "instruction" and gen.sampling.n_candidates == 3 and gen.verifier.reranker is gen.reranker
+    # a block given in part keeps the defaults of the rest
+    part = spacy.blank("zh").add_pipe("rhetoric_generator", config={
+        "sampling": {"n_candidates": 5}, "verifier": {"weights": {"fluency": 0.5}}, "task": {"n_context": 1}})
+    assert part.cfg == {**DEFAULT_SETTINGS, "n_candidates": 5, "n_context": 1,
+                        "weights": {"analyser": 1.0, "fluency": 0.5, "reranker": 0.1}}
+    assert part._clip_context(["一。", "二。"]) == ["二。"]
+    for config, code in (({"sampling": {"n_candidates": 0}}, "R007"), ({"task": {"prompt_style": "poem"}}, "R003"),
+                         ({"task": {"lead": "device"}}, "R018"), ({"task": {"language": "fr"}}, "R008"),
+                         ({"verifier": {"min_branches": 1}}, "R007"), ({"policy": "sometimes"}, "R009")):
+        with pytest.raises(ValueError, match=rf"\[{code}\]"):
+            spacy.blank("zh").add_pipe("rhetoric_generator", config=config)
+    with pytest.raises(ValueError, match="unknown ranking weight"):
+        spacy.blank("zh").add_pipe("rhetoric_generator", config={"verifier": {"weights": {"beauty": 1.0}}})
+
+
+def test_the_shipped_gemma_config_builds_its_generator():
+    from spacy_rhetoric.llm.transformers_backend import TransformersBackend
+    from spacy_rhetoric.serve.app import build_generator
+
+    gen = build_generator(ROOT / "configs" / "generator_gemma.cfg")  # nothing is loaded yet
+    assert gen.cfg == {**DEFAULT_SETTINGS, "prompt_style": "completion", "n_context": 2, "rewrite": False,
+                       "lead": "device", "shots": {d: [] for d in RG_DEVICES}, "n_candidates": 8, "temperature": 0.8,
+                       "max_new_tokens": 64, "kenlm_path": "assets/kenlm/zh_CN.lm"}
+    backend = gen.backend
+    assert isinstance(backend, TransformersBackend) and backend.model_path == "assets/generators/gemma-3-270m"
+    assert (backend.adapter_path, backend.batch_size, backend.top_p, backend.repetition_penalty, backend.seed) == \
+        ("training/generator-gemma-rhetoric/adapter", 8, 0.9, 1.1, 0)
+
+
+def test_a_flat_config_names_the_block_of_each_setting(tmp_path):
+    from spacy_rhetoric.serve.app import build_generator
+
+    path = tmp_path / "generator.cfg"
+    path.write_text("""[components]
+
+[components.rhetoric_generator]
+factory = "rhetoric_generator"
+policy = "none"
+n_candidates = 2
+temperature = 0.0
+prompt_style = "instruction"
+kenlm_path = null
+
+[components.rhetoric_generator.backend]
+@llm_backends = "spacy_rhetoric.OpenAICompatible.v1"
+base_url = "http://127.0.0.1:9/v1"
+""", encoding="utf8")
+    with pytest.raises(ValueError, match=r"\[R023\]") as err:
+        build_generator(path)
+    message = str(err.value)
+    assert "n_candidates, temperature -> [components.rhetoric_generator.sampling]" in message
+    assert "prompt_style -> [components.rhetoric_generator.task]" in message
+    assert "kenlm_path -> [components.rhetoric_generator.verifier]" in message
+    assert "the backend block -> [components.rhetoric_generator.model]" in message and "policy" not in message
+    # spaCy refuses them too, in nlp.add_pipe and spacy.load
+    with pytest.raises(ConfigValidationError, match="temperature"):
+        spacy.blank("zh").add_pipe("rhetoric_generator", config={"temperature": 0.5})

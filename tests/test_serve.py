@@ -51,10 +51,12 @@ def write_generator_config(path: Path, base_url: str, key_env: str = KEY_ENV) ->
 
 [components.rhetoric_generator]
 factory = "rhetoric_generator"
+
+[components.rhetoric_generator.sampling]
 n_candidates = 2
 temperature = 0.0
 
-[components.rhetoric_generator.backend]
+[components.rhetoric_generator.model]
 @llm_backends = "spacy_rhetoric.OpenAICompatible.v1"
 base_url = "{base_url}"
 model = "fake"

@@ -16,11 +16,12 @@ from spacy_rhetoric.evaluation.suggestions import held_out_requests, percentiles
 from spacy_rhetoric.llm.base import Completion
 from spacy_rhetoric.llm.completion import BRANCH_BREAKS, Lead, builtin_shots, make_lead, render_rg_completion
 from spacy_rhetoric.llm.records import essay_rg_records, write_jsonl
-from spacy_rhetoric.llm.tasks import CompletionRGTask, RGRequest
-from spacy_rhetoric.llm.tiny import build_tiny_chat_model
+from spacy_rhetoric.llm.sampling import Sampling
+from spacy_rhetoric.llm.tasks import CompletionRGTask, RGRequest, make_rhetoric_generation_task
 from spacy_rhetoric.llm.transformers_backend import TransformersBackend
-from spacy_rhetoric.llm.verify import (SCORED_SPANS, check_weights, in_context, pipeline_analyser, rank_score,
+from spacy_rhetoric.llm.verify import (SCORED_SPANS, Verifier, check_weights, in_context, pipeline_analyser, rank_score,
                                        repeated_clause, verify, verify_record)
+from tiny_llm import build_tiny_chat_model
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA = ROOT / "assets" / "generators" / "gemma-3-270m"
@@ -225,8 +226,9 @@ def parity_stub(calls):
 
 def tiny_generator(path, n=8):
     backend = TransformersBackend(str(path), seed=0, top_p=1.0)
-    return RhetoricGenerator(None, backend, prompt_style="completion", n_candidates=n, temperature=1.5,
-                             max_new_tokens=12, analyser=None)
+    return RhetoricGenerator(None, backend, task=make_rhetoric_generation_task(prompt_style="completion"),
+                             sampling=Sampling(n_candidates=n, temperature=1.5, max_new_tokens=12),
+                             verifier=Verifier(analyser=None))
 
 
 def test_verified_first_ranked_by_score_then_unverified(tiny_model):
@@ -296,7 +298,7 @@ def test_lead_begins_every_answer_and_turns_over_rounds(tiny_model):
     with pytest.raises(ValueError, match="lead"):
         make_lead("metaphor", "月光", "object")
     with pytest.raises(ValueError, match="completion"):
-        RhetoricGenerator(None, gen.backend, prompt_style="instruction", lead="device")
+        make_rhetoric_generation_task(prompt_style="instruction", lead="device")
 
 
 class ClauseBackend:
@@ -417,8 +419,8 @@ def test_object_thresholds_are_checked():
 def test_generator_in_the_analysing_pipeline_verifies_with_the_components_before_it(nlp, tiny_model):
     local = spacy.load(PIPELINE)
     gen = local.add_pipe("rhetoric_generator", config={
-        "backend": {"@llm_backends": "spacy_rhetoric.Transformers.v1", "model_path": str(tiny_model), "seed": 0},
-        "prompt_style": "completion", "n_candidates": 2, "max_new_tokens": 8})
+        "model": {"@llm_backends": "spacy_rhetoric.Transformers.v1", "model_path": str(tiny_model), "seed": 0},
+        "task": {"prompt_style": "completion"}, "sampling": {"n_candidates": 2, "max_new_tokens": 8}})
     result = gen.suggest("上文。", "metaphor", "月光")
     assert result.verification == "on" and all(c.verified is not None for c in result.candidates if c.ok)
 
@@ -497,8 +499,9 @@ def test_reverify_judges_the_same_draws_again(nlp):
                     reason="Gemma 3 270M asset not built (spacy project run generator-model)")
 def test_real_gemma_suggestions_are_verified_by_the_shipped_pipeline(nlp):
     backend = TransformersBackend(str(GEMMA), seed=0, top_p=0.9, repetition_penalty=1.1)
-    gen = RhetoricGenerator(None, backend, prompt_style="completion", n_candidates=4, temperature=0.8,
-                            max_new_tokens=48, analyser=None)
+    gen = RhetoricGenerator(None, backend, task=make_rhetoric_generation_task(prompt_style="completion"),
+                            sampling=Sampling(n_candidates=4, temperature=0.8, max_new_tokens=48),
+                            verifier=Verifier(analyser=None))
     analyse = pipeline_analyser(nlp)
     gen.set_analyser(analyse)
     context = ["放学后，我一个人走在回家的路上。"]

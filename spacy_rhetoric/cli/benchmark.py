@@ -305,12 +305,15 @@ def benchmark_generation_cmd(
     from ..components.rhetoric_generator import RhetoricGenerator
     from ..llm.records import read_jsonl
     from ..llm.rg_batch import sample_records
+    from ..llm.sampling import Sampling
+    from ..llm.tasks import make_rhetoric_generation_task
     from ..llm.transformers_backend import TransformersBackend
 
     backend = TransformersBackend(model_path, adapter_path, device=device, batch_size=batch_size, seed=0,
                                   top_p=0.9, repetition_penalty=1.1)
-    generator = RhetoricGenerator(None, backend, n_candidates=1, temperature=0.8, max_new_tokens=max_new_tokens,
-                                  prompt_style=prompt_style, shots_path=str(shots) if shots else None, n_shots=n_shots)
+    task = make_rhetoric_generation_task(prompt_style=prompt_style, shots_path=str(shots) if shots else None, n_shots=n_shots)
+    generator = RhetoricGenerator(None, backend, task=task,
+                                  sampling=Sampling(n_candidates=1, temperature=0.8, max_new_tokens=max_new_tokens))
     picked = [r for _, r in sample_records(list(read_jsonl(records)), sample, 0)]
     result = benchmark_generation(generator, picked, batch_size=batch_size)
     result.update({"model_path": model_path, "adapter_path": adapter_path, "prompt_style": prompt_style, "device": device})

@@ -123,10 +123,15 @@ def resolve_prompt_style(style: str, model_path: Optional[str]) -> str:
 
 
 def _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeout, top_p, repetition_penalty, seed, **settings):
-    """A RhetoricGenerator on a local model (--model-path) or a server (--base-url)."""
-    from ..components.rhetoric_generator import RhetoricGenerator
+    """A RhetoricGenerator on a local model (--model-path) or a server (--base-url). ``settings``: the
+    commands' flat settings (``n_candidates``, ``prompt_style``, ``analyser``, ...), each put in its block of
+    the component (``MOVED_SETTINGS``: task, sampling or verifier)."""
+    from ..components.rhetoric_generator import MOVED_SETTINGS, RhetoricGenerator
     from ..llm.openai_compatible import OpenAICompatibleBackend
+    from ..llm.sampling import make_sampling
+    from ..llm.tasks import make_rhetoric_generation_task
     from ..llm.transformers_backend import TransformersBackend
+    from ..llm.verify import make_verifier
 
     if (model_path is None) == (base_url is None):
         raise typer.BadParameter("give exactly one of --model-path or --base-url")
@@ -134,7 +139,11 @@ def _cli_generator(model_path, adapter_path, base_url, model, api_key_env, timeo
         backend = TransformersBackend(model_path, adapter_path, top_p=top_p, repetition_penalty=repetition_penalty, seed=seed)
     else:
         backend = OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=timeout)
-    return RhetoricGenerator(None, backend, **settings)
+    blocks: dict = {"task": {}, "sampling": {}, "verifier": {}}
+    for key, value in settings.items():
+        blocks[MOVED_SETTINGS[key]][key] = value
+    return RhetoricGenerator(None, backend, task=make_rhetoric_generation_task(**blocks["task"]),
+                             sampling=make_sampling(**blocks["sampling"]), verifier=make_verifier(**blocks["verifier"]))
 
 
 @app.command("generate-records")

@@ -9,9 +9,42 @@ object and continue the context (Liu et al. 2024, ``papers/000``, §3.2).
 Each candidate is then analysed in its context by a rhetoric pipeline and
 verified or not (:mod:`spacy_rhetoric.llm.verify`); verified ones come
 first, ranked by the analyser's score, KenLM fluency and a pluggable
-reranker from ``registry.misc`` (default ``spacy_rhetoric.LogprobReranker.v1``;
-``spacy_rhetoric.HauserReranker.v1`` when the evaluation suite is
-installed). The backend is chosen in the config with ``@llm_backends``.
+reranker from ``registry.misc`` (default ``spacy_rhetoric.LogprobReranker.v1``,
+or ``spacy_rhetoric.HauserReranker.v1``).
+
+As spacy-llm's ``llm`` component, it is configured by blocks: a registered
+task (``@llm_tasks``: prompt style, language, context, shots, lead;
+:class:`~spacy_rhetoric.llm.tasks.RhetoricGenerationTask`), a registered
+model (``@llm_backends``), how candidates are drawn
+(:class:`~spacy_rhetoric.llm.sampling.Sampling`) and how they are verified
+and ranked (:class:`~spacy_rhetoric.llm.verify.Verifier`), beside which
+sentences get suggestions (``policy``, ``rhetorics``)::
+
+    [components.rhetoric_generator]
+    factory = "rhetoric_generator"
+    policy = "none"
+    rhetorics = ["metaphor"]
+
+    [components.rhetoric_generator.task]
+    @llm_tasks = "spacy_rhetoric.RhetoricGeneration.v1"
+    prompt_style = "instruction"
+    n_context = 3
+
+    [components.rhetoric_generator.model]
+    @llm_backends = "spacy_rhetoric.OpenAICompatible.v1"
+    base_url = "http://127.0.0.1:8000/v1"
+
+    [components.rhetoric_generator.sampling]
+    @misc = "spacy_rhetoric.GenerationSampling.v1"
+    n_candidates = 3
+    temperature = 0.7
+
+    [components.rhetoric_generator.verifier]
+    @misc = "spacy_rhetoric.SuggestionVerifier.v1"
+    analyser = "self"
+
+Settings left out take their defaults. A config with the earlier flat
+settings is refused, naming the block of each (:func:`check_config`).
 
 In a pipeline the component writes ``doc._.rhetoric_suggestions``: one dict
 per requested sentence (by index, by explicit request, or by ``policy``)::
@@ -34,7 +67,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -42,11 +75,11 @@ from spacy.util import ensure_path, minibatch, registry
 
 from ..errors import Errors
 from ..llm.base import Completion, LLMBackend
-from ..llm.completion import select_shots
 from ..llm.prompts import RG_DEVICES, ParsedAnswer
-from ..llm.records import RGRecord, read_jsonl, split_sentences
-from ..llm.tasks import PROMPT_STYLES, RGRequest, check_lead, make_rg_task
-from ..llm.verify import Analyse, Verdict, check_weights, kenlm_fluency, pipeline_analyser, rank_score, verify
+from ..llm.records import split_sentences
+from ..llm.sampling import Sampling
+from ..llm.tasks import RGRequest, RhetoricGenerationTask
+from ..llm.verify import Analyse, Verdict, Verifier, check_weights, kenlm_fluency, pipeline_analyser, rank_score, verify
 from ..taxonomy import LITERAL, REQUEST_OBJECT
 
 logger = logging.getLogger(__name__)
@@ -162,12 +195,53 @@ def make_logprob_reranker(length_normalize: bool = True) -> Reranker:
     return scorer
 
 
+#: Where each setting of the earlier flat ``[components.rhetoric_generator]``
+#: went: the block (``model``, ``task``, ``sampling``, ``verifier``).
+MOVED_SETTINGS = {
+    "backend": "model",
+    "prompt_style": "task", "language": "task", "n_context": "task", "rewrite": "task",
+    "max_sentence_chars": "task", "shots_path": "task", "n_shots": "task", "lead": "task",
+    "n_candidates": "sampling", "temperature": "sampling", "max_new_tokens": "sampling",
+    "time_budget": "sampling", "round_size": "sampling",
+    "verify": "verifier", "analyser": "verifier", "weights": "verifier", "kenlm_path": "verifier",
+    "min_branches": "verifier", "reranker": "verifier",
+}
+
+
+def check_config(config: Mapping[str, Any], section: str = "components.rhetoric_generator") -> None:
+    """Raise ``ValueError`` (R023) when the ``[section]`` block ``config`` of
+    a ``rhetoric_generator`` still has settings of the earlier flat config,
+    naming for each the block it now belongs to (``backend`` became the
+    ``model`` block). ``spacy.load`` and ``nlp.add_pipe`` reject such a
+    config too (spaCy's "unexpected argument"); the readers of config files
+    (``rhetoric serve --generator-config``, pipeline assembly) call this
+    first, so the message says where each setting went."""
+    by_block: Dict[str, List[str]] = {}
+    for key in config:
+        if key in MOVED_SETTINGS:
+            by_block.setdefault(MOVED_SETTINGS[key], []).append("the backend block" if key == "backend" else key)
+    if by_block:
+        moved = "; ".join(f"{', '.join(keys)} -> [{section}.{block}]" for block, keys in by_block.items())
+        raise ValueError(Errors.R023.format(section=section, moved=moved))
+
+
 @Language.factory(
     "rhetoric_generator",
     assigns=["doc._.rhetoric_suggestions"],
     requires=[],
     default_config={
-        "backend": {
+        "task": {
+            "@llm_tasks": "spacy_rhetoric.RhetoricGeneration.v1",
+            "prompt_style": "instruction",
+            "language": "zh",
+            "n_context": 3,
+            "rewrite": True,
+            "max_sentence_chars": 300,
+            "shots_path": None,
+            "n_shots": 4,
+            "lead": "none",
+        },
+        "model": {
             "@llm_backends": "spacy_rhetoric.OpenAICompatible.v1",
             "base_url": "http://127.0.0.1:8000/v1",
             "model": "default",
@@ -175,89 +249,57 @@ def make_logprob_reranker(length_normalize: bool = True) -> Reranker:
             "timeout": 60.0,
             "max_retries": 3,
         },
-        "reranker": {"@misc": "spacy_rhetoric.LogprobReranker.v1"},
+        "sampling": {
+            "@misc": "spacy_rhetoric.GenerationSampling.v1",
+            "n_candidates": 3,
+            "temperature": 0.7,
+            "max_new_tokens": 96,
+            "time_budget": 0.0,
+            "round_size": 0,
+        },
+        "verifier": {
+            "@misc": "spacy_rhetoric.SuggestionVerifier.v1",
+            "verify": True,
+            "analyser": "self",
+            "weights": {"analyser": 1.0, "fluency": 0.1, "reranker": 0.1},
+            "kenlm_path": None,
+            "min_branches": 3,
+            "reranker": {"@misc": "spacy_rhetoric.LogprobReranker.v1"},
+        },
         "policy": "none",
         "rhetorics": ["metaphor"],
-        "n_context": 3,
-        "n_candidates": 3,
-        "temperature": 0.7,
-        "max_new_tokens": 96,
-        "language": "zh",
-        "rewrite": True,
-        "max_sentence_chars": 300,
-        "prompt_style": "instruction",
-        "shots_path": None,
-        "n_shots": 4,
-        "verify": True,
-        "analyser": "self",
-        "weights": {"analyser": 1.0, "fluency": 0.1, "reranker": 0.1},
-        "kenlm_path": None,
-        "time_budget": 0.0,
-        "round_size": 0,
-        "min_branches": 3,
-        "lead": "none",
     },
 )
 def make_rhetoric_generator(
     nlp: Language,
     name: str,
-    backend: LLMBackend,
-    reranker: Reranker,
+    task: RhetoricGenerationTask,
+    model: LLMBackend,
+    sampling: Sampling,
+    verifier: Verifier,
     policy: str,
     rhetorics: List[str],
-    n_context: int,
-    n_candidates: int,
-    temperature: float,
-    max_new_tokens: int,
-    language: str,
-    rewrite: bool,
-    max_sentence_chars: int,
-    prompt_style: str,
-    shots_path: Optional[str],
-    n_shots: int,
-    verify: bool,
-    analyser: Optional[str],
-    weights: Dict[str, float],
-    kenlm_path: Optional[str],
-    time_budget: float,
-    round_size: int,
-    min_branches: int,
-    lead: str,
 ) -> "RhetoricGenerator":
-    """Factory of :class:`RhetoricGenerator` (see there for the settings)."""
-    return RhetoricGenerator(
-        nlp.vocab,
-        backend,
-        name=name,
-        reranker=reranker,
-        policy=policy,
-        rhetorics=rhetorics,
-        n_context=n_context,
-        n_candidates=n_candidates,
-        temperature=temperature,
-        max_new_tokens=max_new_tokens,
-        language=language,
-        rewrite=rewrite,
-        max_sentence_chars=max_sentence_chars,
-        prompt_style=prompt_style,
-        shots_path=shots_path,
-        n_shots=n_shots,
-        verify=verify,
-        analyser=analyser,
-        weights=weights,
-        kenlm_path=kenlm_path,
-        time_budget=time_budget,
-        round_size=round_size,
-        min_branches=min_branches,
-        lead=lead,
-        nlp=nlp,
-    )
+    """Factory of :class:`RhetoricGenerator`, after spacy-llm's ``llm``
+    component: a registered ``task`` (``@llm_tasks``, the prompts and the
+    context), a registered ``model`` (``@llm_backends``), the ``sampling``
+    and ``verifier`` blocks (``@misc``), and which sentences get
+    suggestions (``policy``, ``rhetorics``). See :class:`RhetoricGenerator`."""
+    return RhetoricGenerator(nlp.vocab, model, name=name, task=task, sampling=sampling, verifier=verifier,
+                             policy=policy, rhetorics=rhetorics, nlp=nlp)
 
 
 class RhetoricGenerator:
     """Suggest rhetorical sentences with an LLM (CERD RG).
 
-    backend: any :class:`LLMBackend`. reranker: see ``Reranker``.
+    backend: any :class:`LLMBackend` (the ``model`` block of the config).
+    task: the :class:`~spacy_rhetoric.llm.tasks.RhetoricGenerationTask`
+        (prompt style, language, context, shots, lead); default: CERD's
+        instruction prompt in Chinese with 3 context sentences.
+    sampling: :class:`~spacy_rhetoric.llm.sampling.Sampling` (candidates
+        per request, decoding settings, time budget); default ``Sampling()``.
+    verifier: :class:`~spacy_rhetoric.llm.verify.Verifier` (analyser,
+        ranking weights, KenLM model, reranker); default ``Verifier()``.
     policy: which sentences get suggestions when the caller names none:
         ``"none"`` (only requested ones), ``"literal"`` (sentences whose
         ``sent._.rhetoric`` has no device, i.e. the rhetoric textcat judged
@@ -265,51 +307,13 @@ class RhetoricGenerator:
         ``doc.spans["rhetoric"]``), ``"all"``.
     rhetorics: devices to suggest for policy-chosen sentences (each of
         metaphor/personification/hyperbole/parallelism).
-    n_context: k, the number of preceding sentences given as context.
-    n_candidates: candidates asked for per request (identical generations
-        are merged, so fewer may come back).
-    temperature, max_new_tokens: decoding settings passed to the backend.
-    language: prompt language, ``"zh"`` (CERD's) or ``"en"``.
-    rewrite: include the sentence being replaced in the prompt (rewrite
-        suggestion); off gives CERD's original RG prompt.
-    max_sentence_chars: longer target sentences are skipped (reason given);
-        longer context sentences keep their last ``max_sentence_chars``
-        characters, so the prompt stays bounded.
-    prompt_style: ``"instruction"`` (CERD's RG prompt with a JSON answer,
-        through ``backend.chat``; instruction-tuned models) or
-        ``"completion"`` (few-shot completion through ``backend.complete``,
-        for base LMs such as Gemma 3 270M; see
-        :mod:`spacy_rhetoric.llm.completion`; ``language`` and ``rewrite``
-        do not apply).
-    shots_path: RG records (JSONL, ``rhetoric rg-records``) to draw the
-        completion shots from; None = the project's own examples.
-    n_shots: shots per prompt (completion style). The shots are chosen once
-        per device with a fixed seed and saved with the component.
-    verify: analyse every candidate in its context and return the verified
-        ones first (:mod:`spacy_rhetoric.llm.verify`).
-    analyser: the pipeline that verifies: ``"self"`` (the components before
-        this one in its own pipeline, when they include ``rhetoric_textcat``),
-        a pipeline name or path (loaded at the first request), or None (off).
-        :meth:`set_analyser` sets any callable instead (the service does).
-    weights: ranking weights ``{"analyser", "fluency", "reranker"}`` (see
-        :func:`~spacy_rhetoric.llm.verify.rank_score`).
-    kenlm_path: KenLM model for the fluency term (``spacy project run
-        kenlm-model``); None leaves the term out.
-    time_budget: seconds per request for drawing candidates (0 = none):
-        candidates are drawn in rounds of ``round_size`` (0 = all N in one
-        round) and no new round starts once the budget is spent.
-    min_branches: branches the linker must group for a verified parallelism.
-    lead: how each answer is begun for the model (completion style only;
-        :func:`~spacy_rhetoric.llm.completion.make_lead`): ``"none"`` or
-        ``"device"`` (a metaphor begins with its tenor and a comparator,
-        像/仿佛/是/如同 in turn over the candidates; a personification with
-        its object and 悄悄地/向我们/微笑着/温柔地 in turn; each of a
-        parallelism's first three clauses begins with its marker; hyperbole
-        is not begun).
 
-    Raises ``ValueError`` for an unknown policy, device, language, prompt
-    style or lead, a lead with the instruction style, or a completion style
-    with a backend that has no ``complete``.
+    The settings of the three blocks and of the component are kept together
+    in ``cfg`` (one flat dict, saved by :meth:`to_disk`); :attr:`task`
+    is rebuilt from it, so a change of ``cfg`` applies to the next request.
+
+    Raises ``ValueError`` for an unknown policy (R009) or device (R001), or a
+    completion-style task with a backend that has no ``complete`` (R004).
     """
 
     def __init__(
@@ -318,68 +322,29 @@ class RhetoricGenerator:
         backend: LLMBackend,
         *,
         name: str = "rhetoric_generator",
-        reranker: Optional[Reranker] = None,
+        task: Optional[RhetoricGenerationTask] = None,
+        sampling: Optional[Sampling] = None,
+        verifier: Optional[Verifier] = None,
         policy: str = "none",
         rhetorics: Sequence[str] = ("metaphor",),
-        n_context: int = 3,
-        n_candidates: int = 3,
-        temperature: float = 0.7,
-        max_new_tokens: int = 96,
-        language: str = "zh",
-        rewrite: bool = True,
-        max_sentence_chars: int = 300,
-        prompt_style: str = "instruction",
-        shots_path: Optional[str] = None,
-        n_shots: int = 4,
-        verify: bool = True,
-        analyser: Optional[str] = "self",
-        weights: Optional[Dict[str, float]] = None,
-        kenlm_path: Optional[str] = None,
-        time_budget: float = 0.0,
-        round_size: int = 0,
-        min_branches: int = 3,
-        lead: str = "none",
         nlp: Optional[Language] = None,
     ) -> None:
-        if prompt_style not in PROMPT_STYLES:
-            raise ValueError(Errors.R003.format(styles=PROMPT_STYLES, value=prompt_style))
-        check_lead(prompt_style, lead)
-        if prompt_style == "completion" and not callable(getattr(backend, "complete", None)):
+        task = task or RhetoricGenerationTask()
+        sampling = sampling or Sampling()
+        verifier = verifier or Verifier()
+        if task.prompt_style == "completion" and not callable(getattr(backend, "complete", None)):
             raise ValueError(Errors.R004.format(backend=type(backend).__name__))
         if policy not in POLICIES:
             raise ValueError(Errors.R009.format(policies=POLICIES, value=policy))
         bad = [r for r in rhetorics if r not in RG_DEVICES]
         if bad:
             raise ValueError(Errors.R001.format(devices=RG_DEVICES, value=bad))
-        if language not in ("zh", "en"):
-            raise ValueError(Errors.R008.format(languages=["en", "zh"], value=language))
-        if n_candidates < 1 or n_context < 0 or round_size < 0 or time_budget < 0 or min_branches < 2:
-            raise ValueError("n_candidates must be >= 1, n_context, round_size and time_budget >= 0, min_branches >= 2")
         self.vocab = vocab
         self.name = name
         self.backend = backend
-        self.reranker = reranker or make_logprob_reranker()
-        self.cfg: Dict[str, Any] = {
-            "policy": policy,
-            "rhetorics": list(rhetorics),
-            "n_context": int(n_context),
-            "n_candidates": int(n_candidates),
-            "temperature": float(temperature),
-            "max_new_tokens": int(max_new_tokens),
-            "language": language,
-            "rewrite": bool(rewrite),
-            "max_sentence_chars": int(max_sentence_chars),
-            "prompt_style": prompt_style,
-            "shots": _choose_shots(shots_path, n_shots) if prompt_style == "completion" else {},
-            "verify": bool(verify),
-            "analyser": analyser,
-            "weights": check_weights(dict(weights or {})),
-            "kenlm_path": kenlm_path,
-            "time_budget": float(time_budget),
-            "round_size": int(round_size),
-            "min_branches": int(min_branches),
-            "lead": lead,
-        }
+        self.reranker = verifier.reranker or make_logprob_reranker()
+        self.cfg: Dict[str, Any] = {"policy": policy, "rhetorics": list(rhetorics), **task.cfg, **sampling.cfg,
+                                    **verifier.cfg}
         self._nlp = nlp
         self._analyse: Optional[Analyse] = None
         self._kenlm: Any = None
@@ -506,10 +471,7 @@ class RhetoricGenerator:
         return self._clip_context(sents)
 
     def _clip_context(self, sents: Sequence[str]) -> List[str]:
-        k, limit = self.cfg["n_context"], self.cfg["max_sentence_chars"]
-        kept = [s.strip() for s in sents if s and s.strip()]
-        kept = kept[-k:] if k else []
-        return [s[-limit:] for s in kept]
+        return self.task.clip_context(sents)
 
     def _targets(self, doc: Doc, sents: List[Span], sentences, requests) -> List[dict]:
         if requests is not None:
@@ -569,12 +531,20 @@ class RhetoricGenerator:
         return docs
 
     @property
-    def task(self):
-        """The RG task of ``cfg`` (:mod:`spacy_rhetoric.llm.tasks`): it makes
-        the prompts, asks the backend and parses the answers."""
-        shots = {dev: [RGRecord(**s) for s in recs] for dev, recs in self.cfg.get("shots", {}).items()}
-        return make_rg_task(self.cfg.get("prompt_style", "instruction"), language=self.cfg["language"], shots=shots,
-                            lead=self.cfg.get("lead", "none"))
+    def task(self) -> RhetoricGenerationTask:
+        """The RG task of ``cfg`` (:class:`~spacy_rhetoric.llm.tasks.RhetoricGenerationTask`):
+        it makes the prompts, asks the backend and parses the answers."""
+        return RhetoricGenerationTask.from_cfg(self.cfg)
+
+    @property
+    def sampling(self) -> Sampling:
+        """The sampling settings of ``cfg``."""
+        return Sampling.from_cfg(self.cfg)
+
+    @property
+    def verifier(self) -> Verifier:
+        """The verification settings of ``cfg``, with the reranker."""
+        return Verifier.from_cfg(self.cfg, self.reranker)
 
     def _run(self, jobs: List[tuple], n: int, *, weights: Optional[Dict[str, float]] = None,
              time_budget: Optional[float] = None) -> List[Suggestion]:
@@ -582,17 +552,17 @@ class RhetoricGenerator:
         drawn in rounds (one backend call each, all jobs batched) until ``n``
         are drawn or ``time_budget`` is spent, then verified and ranked."""
         start = time.perf_counter()
-        task = self.task
+        task, sampling = self.task, self.sampling
         prompts = task.generate_prompts([RGRequest(list(ctx), r, o, orig) for ctx, r, o, orig in jobs])
-        size = self.cfg.get("round_size", 0) or n
-        budget = self.cfg.get("time_budget", 0.0) if time_budget is None else time_budget
+        size = sampling.round_size or n
+        budget = sampling.time_budget if time_budget is None else time_budget
         answers: List[List[Completion]] = [[] for _ in jobs]
         parsed: List[List[ParsedAnswer]] = [[] for _ in jobs]
         while len(answers[0]) < n:
             if budget and answers[0] and time.perf_counter() - start >= budget:
                 break
             got = task.call(self.backend, prompts, n=min(size, n - len(answers[0])), first=len(answers[0]),
-                            temperature=self.cfg["temperature"], max_new_tokens=self.cfg["max_new_tokens"])
+                            temperature=sampling.temperature, max_new_tokens=sampling.max_new_tokens)
             for i, (comps, p) in enumerate(zip(got, task.parse_responses(got))):
                 answers[i].extend(comps)
                 parsed[i].extend(p)
@@ -674,16 +644,6 @@ class RhetoricGenerator:
         n_verified = sum(c.verified is True for c in ranked)
         drawn = [p.generation if c.ok and p.ok else "" for c, p in zip(completions, answers)]
         return Suggestion(ranked + failures, len(completions), n_verified, status, drawn=drawn)
-
-
-def _choose_shots(shots_path: Optional[str], n_shots: int) -> Dict[str, List[dict]]:
-    """Completion shots per RG device (seeded choice; see ``select_shots``)
-    as plain dicts, so ``to_disk`` saves them with the settings."""
-    if n_shots < 0:
-        raise ValueError(Errors.R007.format(name="n_shots", minimum=0, value=n_shots))
-    records = list(read_jsonl(shots_path)) if shots_path else []
-    keep = ("rhetoric", "object", "target", "previous_sentences")
-    return {dev: [{k: getattr(r, k) for k in keep} for r in select_shots(records, dev, n_shots)] for dev in RG_DEVICES}
 
 
 def _lp(cand: Candidate) -> float:

@@ -3,7 +3,10 @@
 Backends are registered in the ``llm_backends`` registry (``@llm_backends`` in
 a config block), e.g. ``spacy_rhetoric.OpenAICompatible.v1`` and
 ``spacy_rhetoric.Transformers.v1``. Generation code and judges depend only on
-:class:`LLMBackend`, never on a concrete backend.
+:class:`LLMBackend`, never on a concrete backend. Tasks (what is asked of a
+backend and how its answers are read, :mod:`spacy_rhetoric.llm.tasks`) are
+registered in the ``llm_tasks`` registry (``@llm_tasks``), the registry
+spacy-llm gives its tasks.
 """
 from __future__ import annotations
 
@@ -17,6 +20,12 @@ from spacy.util import registry
 if not hasattr(registry, "llm_backends"):
     registry.llm_backends = catalogue.create(  # type: ignore[attr-defined]
         "spacy", "llm_backends", entry_points=True
+    )
+#: ``registry.llm_tasks``: lets configs choose a task by name (entry points
+#: ``spacy_llm_tasks``; the same catalogue namespace as spacy-llm's).
+if not hasattr(registry, "llm_tasks"):
+    registry.llm_tasks = catalogue.create(  # type: ignore[attr-defined]
+        "spacy", "llm_tasks", entry_points=True
     )
 
 #: A chat message: ``{"role": "system"|"user"|"assistant", "content": str}``.

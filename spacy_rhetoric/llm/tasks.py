@@ -17,6 +17,19 @@ Two RG tasks (CERD task RG, Liu et al. 2024, ``papers/000`` §3.2):
   :func:`~spacy_rhetoric.llm.completion.parse_completion`; for base LMs.
   Its ``lead`` begins the answers for the model (forced prefix,
   :func:`~spacy_rhetoric.llm.completion.make_lead`).
+
+The ``task`` block of ``rhetoric_generator`` is
+:class:`RhetoricGenerationTask`, registered as
+``spacy_rhetoric.RhetoricGeneration.v1`` in ``registry.llm_tasks``: the
+prompt style (one of the two tasks above), its language, shots and lead,
+and the context it is given::
+
+    [components.rhetoric_generator.task]
+    @llm_tasks = "spacy_rhetoric.RhetoricGeneration.v1"
+    prompt_style = "completion"
+    n_context = 2
+    n_shots = 0
+    lead = "device"
 """
 from __future__ import annotations
 
@@ -25,12 +38,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import Errors
-from .base import Completion
-from .completion import BRANCH_BREAKS, BRANCH_STOPS, LEADS, STOP, Lead, make_lead, parse_completion, render_rg_completion
-from .prompts import ParsedAnswer, parse_generation, render_rg_prompt, rg_messages
-from .records import RGRecord
+from .base import Completion, registry
+from .completion import (BRANCH_BREAKS, BRANCH_STOPS, LEADS, STOP, Lead, make_lead, parse_completion, render_rg_completion,
+                         select_shots)
+from .prompts import RG_DEVICES, RG_TEMPLATES, ParsedAnswer, parse_generation, render_rg_prompt, rg_messages
+from .records import RGRecord, read_jsonl
 
 PROMPT_STYLES = ("instruction", "completion")
+#: Languages of the instruction prompt (CERD's Chinese, and English).
+LANGUAGES = tuple(RG_TEMPLATES)
 
 
 @dataclass
@@ -188,3 +204,131 @@ def check_lead(prompt_style: str, lead: str) -> None:
     ``"none"`` with a prompt style other than ``"completion"``."""
     if lead not in LEADS or (lead != "none" and prompt_style != "completion"):
         raise ValueError(Errors.R018.format(leads=LEADS, value=lead))
+
+
+@dataclass
+class RhetoricGenerationTask:
+    """What ``rhetoric_generator`` asks of its model, and how (CERD task RG,
+    ``papers/000`` §3.2): the prompts, the call and the parsing of one
+    :data:`PROMPT_STYLES` task (:class:`InstructionRGTask` or
+    :class:`CompletionRGTask`), and the context it is given.
+
+    prompt_style: ``"instruction"`` (CERD's RG prompt with a JSON answer,
+        through ``backend.chat``; instruction-tuned models) or
+        ``"completion"`` (few-shot completion through ``backend.complete``,
+        for base LMs such as Gemma 3 270M; :mod:`spacy_rhetoric.llm.completion`;
+        ``language`` and ``rewrite`` do not apply).
+    language: prompt language of the instruction style, ``"zh"`` (CERD's) or ``"en"``.
+    n_context: k, the number of preceding sentences given as context.
+    rewrite: include the sentence being replaced in the prompt (a rewrite
+        suggestion); off gives CERD's original RG prompt.
+    max_sentence_chars: longer target sentences are skipped (reason given);
+        longer context sentences keep their last ``max_sentence_chars``
+        characters, so the prompt stays bounded.
+    lead: how each answer is begun for the model (completion style only;
+        :func:`~spacy_rhetoric.llm.completion.make_lead`): ``"none"`` or
+        ``"device"``.
+    shots: device -> completion shots (dicts with ``rhetoric``, ``object``,
+        ``target``, ``previous_sentences``), chosen once by
+        :func:`choose_shots` and saved with the component.
+
+    Raises ``ValueError`` for an unknown prompt style (R003), lead (R018),
+    language (R008), or a negative ``n_context``.
+    """
+
+    prompt_style: str = "instruction"
+    language: str = "zh"
+    n_context: int = 3
+    rewrite: bool = True
+    max_sentence_chars: int = 300
+    lead: str = "none"
+    shots: Dict[str, List[dict]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(Errors.R003.format(styles=PROMPT_STYLES, value=self.prompt_style))
+        check_lead(self.prompt_style, self.lead)
+        if self.language not in LANGUAGES:
+            raise ValueError(Errors.R008.format(languages=sorted(LANGUAGES), value=self.language))
+        if self.n_context < 0:
+            raise ValueError(Errors.R007.format(name="n_context", minimum=0, value=self.n_context))
+
+    @classmethod
+    def from_cfg(cls, cfg: Dict[str, Any]) -> "RhetoricGenerationTask":
+        """The task of a ``rhetoric_generator``'s settings (its ``cfg``)."""
+        return cls(cfg.get("prompt_style", "instruction"), cfg.get("language", "zh"), cfg.get("n_context", 3),
+                   cfg.get("rewrite", True), cfg.get("max_sentence_chars", 300), cfg.get("lead", "none"),
+                   cfg.get("shots", {}))
+
+    @property
+    def cfg(self) -> Dict[str, Any]:
+        """The settings, as the component saves them."""
+        return {"n_context": int(self.n_context), "language": self.language, "rewrite": bool(self.rewrite),
+                "max_sentence_chars": int(self.max_sentence_chars), "prompt_style": self.prompt_style,
+                "shots": self.shots, "lead": self.lead}
+
+    @property
+    def style(self) -> Any:
+        """The :class:`InstructionRGTask` or :class:`CompletionRGTask` of ``prompt_style``."""
+        shots = {dev: [RGRecord(**s) for s in recs] for dev, recs in self.shots.items()}
+        return make_rg_task(self.prompt_style, language=self.language, shots=shots, lead=self.lead)
+
+    def clip_context(self, sentences: Sequence[str]) -> List[str]:
+        """The last ``n_context`` non-blank sentences, stripped, each cut to
+        its last ``max_sentence_chars`` characters."""
+        kept = [s.strip() for s in sentences if s and s.strip()]
+        kept = kept[-self.n_context:] if self.n_context else []
+        return [s[-self.max_sentence_chars:] for s in kept]
+
+    def generate_prompts(self, requests: Sequence[RGRequest]) -> List[Any]:
+        """One prompt per request (a chat conversation or a completion prompt)."""
+        return self.style.generate_prompts(requests)
+
+    def prompt_text(self, request: RGRequest) -> str:
+        """The prompt as plain text (for logs and evaluation files)."""
+        return self.style.prompt_text(request)
+
+    def call(self, backend: Any, prompts: List[Any], **decoding: Any) -> List[List[Completion]]:
+        """Ask ``backend`` in the way the prompt style needs (``n``, ``first``
+        and the decoding settings as :meth:`CompletionRGTask.call`)."""
+        return self.style.call(backend, prompts, **decoding)
+
+    def parse_responses(self, answers: Sequence[Sequence[Completion]]) -> List[List[ParsedAnswer]]:
+        """One :class:`ParsedAnswer` per answer."""
+        return self.style.parse_responses(answers)
+
+
+def choose_shots(shots_path: Optional[str], n_shots: int) -> Dict[str, List[dict]]:
+    """``n_shots`` completion shots per RG device, a seeded choice
+    (:func:`~spacy_rhetoric.llm.completion.select_shots`) among the RG
+    records of ``shots_path`` (JSONL, ``rhetoric convert rg-records``; None: the
+    project's own examples), as plain dicts so they are saved with the
+    component. Raises ``ValueError`` for ``n_shots < 0``."""
+    if n_shots < 0:
+        raise ValueError(Errors.R007.format(name="n_shots", minimum=0, value=n_shots))
+    records = list(read_jsonl(shots_path)) if shots_path else []
+    keep = ("rhetoric", "object", "target", "previous_sentences")
+    return {dev: [{k: getattr(r, k) for k in keep} for r in select_shots(records, dev, n_shots)] for dev in RG_DEVICES}
+
+
+@registry.llm_tasks("spacy_rhetoric.RhetoricGeneration.v1")
+def make_rhetoric_generation_task(
+    prompt_style: str = "instruction",
+    language: str = "zh",
+    n_context: int = 3,
+    rewrite: bool = True,
+    max_sentence_chars: int = 300,
+    shots_path: Optional[str] = None,
+    n_shots: int = 4,
+    lead: str = "none",
+) -> RhetoricGenerationTask:
+    """The ``task`` block of ``rhetoric_generator`` (see
+    :class:`RhetoricGenerationTask`). shots_path, n_shots: where the
+    completion shots are drawn from and how many per prompt
+    (:func:`choose_shots`; completion style only). Raises ``ValueError`` as
+    :class:`RhetoricGenerationTask` and :func:`choose_shots`."""
+    if prompt_style not in PROMPT_STYLES:
+        raise ValueError(Errors.R003.format(styles=PROMPT_STYLES, value=prompt_style))
+    check_lead(prompt_style, lead)
+    shots = choose_shots(shots_path, n_shots) if prompt_style == "completion" else {}
+    return RhetoricGenerationTask(prompt_style, language, n_context, rewrite, max_sentence_chars, lead, shots)

@@ -46,6 +46,17 @@ candidate under the word 3-gram model of
 The analyser is any callable ``texts -> analysis records``
 (``spacy-rhetoric/analysis/v1``, :func:`spacy_rhetoric.analysis.records.doc_to_record`),
 so tests can pass a stub and the service its locked pipeline.
+
+The ``verifier`` block of ``rhetoric_generator`` is :class:`Verifier`,
+registered as ``spacy_rhetoric.SuggestionVerifier.v1`` in ``registry.misc``::
+
+    [components.rhetoric_generator.verifier]
+    @misc = "spacy_rhetoric.SuggestionVerifier.v1"
+    analyser = "self"
+    kenlm_path = "assets/kenlm/zh_CN.lm"
+
+    [components.rhetoric_generator.verifier.reranker]
+    @misc = "spacy_rhetoric.LogprobReranker.v1"
 """
 from __future__ import annotations
 
@@ -54,8 +65,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+from spacy.util import registry
+
 from .rhetoric_success import object_matches
 from ..analysis.render import devices_of
+from ..errors import Errors
 from ..taxonomy import COARSE_ZH, COMPONENTS, OBJECT_COMPONENT
 from .completion import join_sentences
 
@@ -330,3 +344,66 @@ def check_weights(weights: Dict[str, float]) -> Dict[str, float]:
     if bad:
         raise ValueError(f"ranking weights must be >= 0, got {bad}")
     return {**DEFAULT_WEIGHTS, **{k: float(v) for k, v in weights.items()}}
+
+
+@dataclass
+class Verifier:
+    """How ``rhetoric_generator`` verifies and ranks its candidates: the
+    ``verifier`` block.
+
+    verify: analyse every candidate in its context and return the verified
+        ones first (the rule of this module).
+    analyser: the pipeline that verifies: ``"self"`` (the components before
+        the generator in its own pipeline, when they include
+        ``rhetoric_textcat``), a pipeline name or path (loaded at the first
+        request), or None (verification off). ``set_analyser`` of the
+        component sets any callable instead (the service does).
+    weights: ranking weights ``{"analyser", "fluency", "reranker"}``
+        (:func:`rank_score`; missing names take :data:`DEFAULT_WEIGHTS`).
+    kenlm_path: KenLM model of the fluency term (``spacy project run
+        kenlm-model``); None leaves the term out.
+    min_branches: branches the linker must group for a verified parallelism.
+    reranker: ``scorer(candidates, *, context, rhetoric, object, logprobs)
+        -> scores``, a function of ``registry.misc`` (None: the component's
+        default, ``spacy_rhetoric.LogprobReranker.v1``).
+
+    Raises ``ValueError`` for an unknown or negative weight, or
+    ``min_branches`` below 2 (R007).
+    """
+
+    verify: bool = True
+    analyser: Optional[str] = "self"
+    weights: Dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    kenlm_path: Optional[str] = None
+    min_branches: int = 3
+    reranker: Optional[Callable[..., List[float]]] = None
+
+    def __post_init__(self) -> None:
+        self.weights = check_weights(dict(self.weights or {}))
+        if self.min_branches < 2:
+            raise ValueError(Errors.R007.format(name="min_branches", minimum=2, value=self.min_branches))
+
+    @classmethod
+    def from_cfg(cls, cfg: Dict[str, Any], reranker: Optional[Callable[..., List[float]]] = None) -> "Verifier":
+        """The verifier of a ``rhetoric_generator``'s settings (its ``cfg``)."""
+        return cls(cfg.get("verify", True), cfg.get("analyser", "self"), cfg.get("weights", {}),
+                   cfg.get("kenlm_path"), cfg.get("min_branches", 3), reranker)
+
+    @property
+    def cfg(self) -> Dict[str, Any]:
+        """The settings, as the component saves them (the reranker is rebuilt from config)."""
+        return {"verify": bool(self.verify), "analyser": self.analyser, "weights": dict(self.weights),
+                "kenlm_path": self.kenlm_path, "min_branches": int(self.min_branches)}
+
+
+@registry.misc("spacy_rhetoric.SuggestionVerifier.v1")
+def make_verifier(
+    verify: bool = True,
+    analyser: Optional[str] = "self",
+    weights: Optional[Dict[str, float]] = None,
+    kenlm_path: Optional[str] = None,
+    min_branches: int = 3,
+    reranker: Optional[Callable[..., List[float]]] = None,
+) -> Verifier:
+    """The ``verifier`` block of ``rhetoric_generator`` (see :class:`Verifier`)."""
+    return Verifier(verify, analyser, dict(weights or {}), kenlm_path, min_branches, reranker)

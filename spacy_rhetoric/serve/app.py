@@ -371,8 +371,9 @@ def missing_generator_files(generator: Any, project_file: Optional[Path] = None)
     ``./project.yml``, where relative paths of a config are resolved) that
     lists it, or a path beneath it, as an output.
 
-    Looked at: the Transformers backend's ``adapter_path`` and the
-    component's ``kenlm_path`` (always local), and the backend's
+    Looked at: the ``adapter_path`` of a Transformers backend (the
+    ``model`` block) and the ``verifier`` block's ``kenlm_path`` (always
+    local), and the backend's
     ``model_path`` when it is a project output, absolute or ``./``-relative
     (anything else may be a Hugging Face cache name)."""
     outputs = _project_outputs(project_file or Path.cwd() / "project.yml")
@@ -583,7 +584,7 @@ def create_app(
         if generator is None:
             raise ServiceError(503, "generator_unavailable",
                                "no generator configured: start the service with --generator-config FILE "
-                               "(a config with a [components.rhetoric_generator] block naming an LLM backend)")
+                               "(a config with a [components.rhetoric_generator] block and its model block naming an LLM backend)")
         from ..llm.verify import check_weights
 
         analyzer.check_size([request.text])
