@@ -202,7 +202,7 @@ def approx_equal(a, b, tol: float = 1e-5) -> bool:
 
 
 def sentence_keys(decoded: Dict[str, Dict[str, float]]) -> set:
-    return {f"{level}/{label}" for level, labels in decoded.items() for label in labels}
+    return {f"{level}/{label}" for level in LEVELS for label in decoded[level]}
 
 
 def span_triples(doc: Doc, key: str) -> List[Tuple[int, int, str]]:
@@ -236,7 +236,7 @@ def test_rhetoric_textcat_overfitting_IO(tmp_path):
         assert [(s.start, s.end) for s in doc.sents] == [(s.start, s.end) for s in ref_sents]
         for sent, ref_sent in zip(doc.sents, ref_sents):
             assert sentence_keys(sent._.rhetoric) == gold_sentence_labels(eg.reference, ref_sent), sent.text
-            assert all(score >= 0.5 for labels in sent._.rhetoric.values() for score in labels.values())
+            assert all(score >= 0.5 for level in LEVELS for score in sent._.rhetoric[level].values())
             n_sents += 1
         for key in LEVEL_SPAN_KEYS.values():
             assert span_triples(doc, key) == span_triples(eg.reference, key)

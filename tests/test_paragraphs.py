@@ -107,7 +107,7 @@ def _sentences(doc, offset: int = 0):
     out = []
     for s in doc.sents:
         assert s._.rhetoric and s._.rhetoric.get("coarse"), f"no labels on {s.text!r}"
-        labels = {lv: {k: float(v) for k, v in value.items()} for lv, value in s._.rhetoric.items()}
+        labels = {lv: {k: float(v) for k, v in s._.rhetoric[lv].items()} for lv in ("coarse", "form", "content")}
         out.append((s.start_char - offset, s.end_char - offset, labels))
     return out
 

@@ -55,16 +55,22 @@ def check_doc(doc) -> None:
         scores = group.attrs.get("scores")
         if scores is not None:
             assert all(0.0 <= float(s) <= 1.0 and not math.isnan(float(s)) for s in scores), key
-        if key in ("rhetoric_components", "parallelism", "rhetoric", "rhetoric_form", "rhetoric_content"):
+        if key in ("rhetoric_components", "parallelism"):
             for span in group:
                 assert span.text.strip() == span.text and span.text, (key, span.text)
+        if key in ("rhetoric", "rhetoric_form", "rhetoric_content"):
+            # a labelled sentence is a sentence of doc.sents, never whitespace only
+            sents = {(s.start, s.end) for s in doc.sents}
+            for span in group:
+                assert (span.start, span.end) in sents and span.text.strip(), (key, span.text)
     for branches in spacy_rhetoric.parallelisms(doc):
         assert len(branches) >= 2
         for a, b in zip(branches, branches[1:]):
             assert a.end <= b.start, "branches overlap or are out of document order"
     for sent in doc.sents if doc.has_annotation("SENT_START") else []:
         value = sent._.rhetoric if sent.has_extension("rhetoric") else None
-        for labels in (value or {}).values():
+        value = value or {}
+        for labels in [*(value.get(lv, {}) for lv in ("coarse", "form", "content")), *value.get("scores", {}).values()]:
             assert all(0.0 <= float(s) <= 1.0 for s in labels.values())
 
 
@@ -92,7 +98,8 @@ def test_clip_to_paragraph():
 def test_real_essays_spans_stay_in_their_paragraph(pipeline: Path, pse_dir: Path):
     """A line break ends a paragraph: on the 42 PSE-I test essays (one line
     per paragraph, the title on the first line) no branch or component
-    crosses one or has whitespace at an edge."""
+    crosses one or has whitespace at an edge, and a labelled sentence holds
+    one only at its end (its sentence's, as in ``doc.sents``)."""
     from spacy_rhetoric.analysis.io import iter_inputs
 
     texts = [item.text for item in iter_inputs([pse_dir], split="test")]
@@ -101,6 +108,7 @@ def test_real_essays_spans_stay_in_their_paragraph(pipeline: Path, pse_dir: Path
         check_doc(doc)
         for key in ("parallelism", "rhetoric_components", "rhetoric", "rhetoric_form", "rhetoric_content"):
             for span in doc.spans.get(key, []):
-                assert "\n" not in span.text, (key, span.text)
+                sentence = key in ("rhetoric", "rhetoric_form", "rhetoric_content")
+                assert "\n" not in (span.text.rstrip() if sentence else span.text), (key, span.text)
                 n_branches += key == "parallelism"
     assert n_branches > 0

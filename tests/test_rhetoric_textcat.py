@@ -73,7 +73,7 @@ def _check_consistent(doc: Doc, trained_labels):
     seen = 0
     for sent in doc.sents:
         r = sent._.rhetoric
-        assert set(r) == set(LEVELS)
+        assert set(r) == {*LEVELS, "scores"}
         coarse = set(r["coarse"])
         assert coarse, "every sentence gets a coarse decision"
         if LITERAL in coarse:

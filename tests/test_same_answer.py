@@ -48,7 +48,7 @@ def annotations(doc) -> Dict[str, object]:
     if Span.has_extension("rhetoric"):
         for sent in doc.sents if doc.has_annotation("SENT_START") else [doc[:]]:
             value = sent._.rhetoric or {}
-            sents.append({level: {k: float(v) for k, v in labels.items()} for level, labels in value.items()})
+            sents.append({level: {k: float(v) for k, v in value[level].items()} for level in ("coarse", "form", "content") if level in value})
     return {"spans": groups, "sents": sents}
 
 
