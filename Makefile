@@ -53,4 +53,4 @@ demo: install-core install-pipeline
 	$(PYTHON) -m spacy_rhetoric analyze $(DEMO_INPUT) --model zh_$(NAME) --format jsonl --output demo/out/analysis.jsonl
 	$(PYTHON) -m spacy_rhetoric analyze $(DEMO_INPUT) --model zh_$(NAME) --format html --output demo/out/report.html
 	@echo "wrote demo/out/analysis.jsonl ($$(wc -l < demo/out/analysis.jsonl) records) and demo/out/report.html"
-	@if [ -f $(SHARED)/pse-i/splits.json ]; then $(PYTHON) -m spacy_rhetoric score-records demo/out/analysis.jsonl --shared $(SHARED); fi
+	@if [ -f $(SHARED)/pse-i/splits.json ]; then $(PYTHON) -m spacy_rhetoric evaluate records demo/out/analysis.jsonl --shared $(SHARED); fi

@@ -625,7 +625,7 @@ def average_classifiers(
     ``second``'s static vectors are copied into ``output``'s vocab when it
     has any, since its embedding reads them. Thresholds and decoding
     settings stay ``target``'s: tune them again on dev (``rhetoric
-    tune-thresholds-raw``). Every other file of ``target`` is copied byte
+    tune thresholds``). Every other file of ``target`` is copied byte
     for byte.
 
     Raises ValueError when either pipeline lacks ``name``, the two

@@ -19,10 +19,10 @@ def test_cli_with_kb_and_rating_judge(tmp_path, simile_dir):
     kb = tmp_path / "kb.json"
     runner = CliRunner()
     train = next(simile_dir.glob("*-Train.tsv"))
-    assert runner.invoke(app, ["build-kb", str(kb), "--simile", str(train)]).exit_code == 0
+    assert runner.invoke(app, ["convert", "simile-kb", str(kb), "--simile", str(train)]).exit_code == 0
     out = tmp_path / "out.json"
     with FakeOpenAIServer(default=valid('{"score": 4, "reason": "贴切"}')) as srv:
-        res = runner.invoke(app, ["evaluate-generation", str(data), str(out), "--kb", str(kb), "--judge", "rating",
+        res = runner.invoke(app, ["research", "evaluate-generation", str(data), str(out), "--kb", str(kb), "--judge", "rating",
                                   "--base-url", srv.base_url, "--judge-model", "judge"])
     assert res.exit_code == 0, res.output
     result = json.loads(out.read_text(encoding="utf8"))

@@ -106,18 +106,18 @@ def test_bad_verification_settings_are_one_line_on_stderr(models, tmp_path):
 def test_suggestion_sheet_of_one_device(tmp_path: Path):
     rows = Path(__file__).resolve().parents[1] / "metrics" / "suggestions" / "gemma-lora-lead.jsonl"
     sheet, key = tmp_path / "sheet.jsonl", tmp_path / "key.jsonl"
-    result = runner.invoke(app, ["suggestion-sheet", str(rows), "--sheet", str(sheet), "--key", str(key),
+    result = runner.invoke(app, ["research", "suggestion-sheet", str(rows), "--sheet", str(sheet), "--key", str(key),
                                  "--per-device", "5", "--human-per-device", "2", "--device", "parallelism"])
     assert result.exit_code == 0, result.output
     items = [json.loads(line) for line in sheet.read_text(encoding="utf8").splitlines()]
     assert len(items) == 7 and {item["rhetoric"] for item in items} == {"parallelism"}
     assert "device" in items[0] and items[0]["device"] is None  # to be answered
-    bad = runner.invoke(app, ["suggestion-sheet", str(rows), "--sheet", str(sheet), "--key", str(key), "--device", "irony"])
+    bad = runner.invoke(app, ["research", "suggestion-sheet", str(rows), "--sheet", str(sheet), "--key", str(key), "--device", "irony"])
     assert bad.exit_code == 1 and "unknown --device irony" in bad.output
 
 
 def test_time_suggestions_times_requests_of_every_device(models, tmp_path):
-    """`rhetoric time-suggestions`: requests spread over the devices, each
+    """`rhetoric benchmark suggestions`: requests spread over the devices, each
     timed at every N with the analyser verifying, written as JSON."""
     from spacy_rhetoric.llm.records import essay_rg_records, write_jsonl
 
@@ -125,7 +125,7 @@ def test_time_suggestions_times_requests_of_every_device(models, tmp_path):
     annotated = Path(__file__).resolve().parents[1] / "annotations" / "pse-i-cerd" / "test.jsonl"
     write_jsonl(essay_rg_records(annotated, k=1), tmp_path / "requests.jsonl")
     out = tmp_path / "latency.json"
-    result = runner.invoke(app, ["time-suggestions", str(tmp_path / "requests.jsonl"), "-o", str(out), "--model-path", str(base),
+    result = runner.invoke(app, ["benchmark", "suggestions", str(tmp_path / "requests.jsonl"), "-o", str(out), "--model-path", str(base),
                                  "--analyser", str(PIPELINE), "--n-shots", "0", "--k", "1", "--per-device", "1",
                                  "--latency-sample", "4", "--ns", "1,2", "--max-new-tokens", "4", "--lead", "device"])
     assert result.exit_code == 0, result.stderr

@@ -237,7 +237,7 @@ def test_cli_all_new_metrics(tmp_path, tiny_lm, jiagu_sentiment, simile_dir):
          "failures": [{"raw": "", "error": "empty answer"}]},
     ])
     out = tmp_path / "out.json"
-    res = CliRunner().invoke(app, ["evaluate-generation", str(data), str(out), "--kenlm", str(arpa),
+    res = CliRunner().invoke(app, ["research", "evaluate-generation", str(data), str(out), "--kenlm", str(arpa),
                                    "--sentiment", "jiagu", "--rhetoric-model", str(PIPELINE)])
     assert res.exit_code == 0, res.output
     result = json.loads(out.read_text(encoding="utf8"))

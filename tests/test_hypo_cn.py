@@ -180,7 +180,7 @@ def test_the_commands_convert_and_refuse_a_span_that_is_not_there(tmp_path):
 
     corpus = _corpus(tmp_path)
     runner = CliRunner()
-    ok = runner.invoke(app, ["hypo-cn-annotations", str(_raw(tmp_path, GOOD_SHEET)), str(corpus), str(tmp_path / "ann")])
+    ok = runner.invoke(app, ["convert", "hypo-cn-annotations", str(_raw(tmp_path, GOOD_SHEET)), str(corpus), str(tmp_path / "ann")])
     assert ok.exit_code == 0, ok.output
     # wasabi wraps messages to the terminal's width: compare without line breaks
     assert "1 of its 3 lines have no record yet" in " ".join(ok.output.split())
@@ -189,7 +189,7 @@ def test_the_commands_convert_and_refuse_a_span_that_is_not_there(tmp_path):
     assert (tmp_path / "out" / "valid.spacy").is_file()
     (tmp_path / "raw" / "first_pass_1.jsonl").write_text(
         GOOD_SHEET + _sheet_line(3, components=[{"label": "hyperbole_content", "text": "比海还高"}]), encoding="utf8")
-    bad = runner.invoke(app, ["hypo-cn-annotations", str(tmp_path / "raw"), str(corpus), str(tmp_path / "ann2")])
+    bad = runner.invoke(app, ["convert", "hypo-cn-annotations", str(tmp_path / "raw"), str(corpus), str(tmp_path / "ann2")])
     assert bad.exit_code == 1
     said = " ".join(bad.output.split())
     assert "first_pass_1.jsonl, line 3" in said and "span '比海还高'" in said

@@ -1,5 +1,5 @@
 """The verifier's object threshold: the dev pairs it is chosen on, the
-sweep and the choice, and `rhetoric tune-object-thresholds` on real dev
+sweep and the choice, and `rhetoric tune object-thresholds` on real dev
 requests of the annotated essays with the shipped pipeline."""
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_tune_object_thresholds_on_dev_requests(tmp_path):
     requests = tmp_path / "dev.jsonl"
     write_jsonl(chosen, requests)
     out, report = tmp_path / "pipe", tmp_path / "report.json"
-    result = CliRunner().invoke(app, ["tune-object-thresholds", str(PIPELINE), str(out), "--requests", str(requests),
+    result = CliRunner().invoke(app, ["tune", "object-thresholds", str(PIPELINE), str(out), "--requests", str(requests),
                                       "--min-precision", "0.5", "--report", str(report)])
     assert result.exit_code == 0, result.output
     data = json.loads(report.read_text(encoding="utf8"))
@@ -76,7 +76,7 @@ def test_tune_object_thresholds_on_dev_requests(tmp_path):
     shipped = json.loads((PIPELINE / "rhetoric_components" / "cfg").read_text(encoding="utf8"))
     assert {k: v for k, v in cfg.items() if k != "object_thresholds"} == {k: v for k, v in shipped.items() if k != "object_thresholds"}
     # tuning another device keeps this one's threshold
-    again = CliRunner().invoke(app, ["tune-object-thresholds", str(out), str(out), "--requests", str(requests),
+    again = CliRunner().invoke(app, ["tune", "object-thresholds", str(out), str(out), "--requests", str(requests),
                                      "--device", "metaphor", "--min-precision", "0.01"])
     assert again.exit_code == 0, again.output
     both = json.loads((out / "rhetoric_components" / "cfg").read_text(encoding="utf8"))["object_thresholds"]
@@ -87,8 +87,8 @@ def test_tune_object_thresholds_refuses_bad_settings(tmp_path):
     requests = tmp_path / "dev.jsonl"
     write_jsonl([rg("metaphor", "月光", "月光像纱。")], requests)
     runner = CliRunner()
-    bad = runner.invoke(app, ["tune-object-thresholds", str(tmp_path), str(tmp_path / "o"), "--requests", str(requests),
+    bad = runner.invoke(app, ["tune", "object-thresholds", str(tmp_path), str(tmp_path / "o"), "--requests", str(requests),
                               "--min-precision", "0"])
     assert bad.exit_code == 1 and "--min-precision" in bad.output
-    none = runner.invoke(app, ["tune-object-thresholds", str(tmp_path), str(tmp_path / "o"), "--requests", str(requests)])
+    none = runner.invoke(app, ["tune", "object-thresholds", str(tmp_path), str(tmp_path / "o"), "--requests", str(requests)])
     assert none.exit_code == 1 and "no personification request" in none.output

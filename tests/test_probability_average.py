@@ -1,4 +1,4 @@
-"""``spacy_rhetoric.ProbabilityAverage.v1`` and ``rhetoric average-classifiers``."""
+"""``spacy_rhetoric.ProbabilityAverage.v1`` and ``rhetoric pipeline average``."""
 from __future__ import annotations
 
 import numpy

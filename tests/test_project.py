@@ -31,7 +31,7 @@ def test_spacy_project_run_train_dry_run():
                           capture_output=True, text=True, timeout=300, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Running workflow 'train'" in proc.stdout
-    assert "spacy_rhetoric finalize-pipeline" in proc.stdout
+    assert "spacy_rhetoric pipeline finalize" in proc.stdout
 
 
 def test_every_dependency_and_output_is_one_path():

@@ -182,14 +182,14 @@ def test_score_records_scores_analyze_output(pse_dir, tmp_path):
     essays = [str(pse_dir / "xml" / f"{e}.xml") for e in ESSAYS[:2]]
     runner = CliRunner()
     assert runner.invoke(app, ["analyze", *essays, "--model", str(PIPELINES[0]), "-o", str(out), "--no-progress"]).exit_code == 0
-    result = runner.invoke(app, ["score-records", str(out), "--corpus", "pse-i-cerd", "--shared", str(pse_dir.parent),
+    result = runner.invoke(app, ["evaluate", "records", str(out), "--corpus", "pse-i-cerd", "--shared", str(pse_dir.parent),
                                  "--annotations", str(ROOT / "annotations" / "pse-i-cerd")])
     assert result.exit_code == 0, result.output
     assert "40 pse-i-cerd test texts have no record" in result.output
     assert "sentences: parallelism" in result.output and "coarse micro" in result.output
     empty = tmp_path / "none.jsonl"
     empty.write_text(json.dumps({"schema": "x", "id": "nope", "text": ""}) + "\n", encoding="utf8")
-    bad = runner.invoke(app, ["score-records", str(empty), "--shared", str(pse_dir.parent),
+    bad = runner.invoke(app, ["evaluate", "records", str(empty), "--shared", str(pse_dir.parent),
                               "--annotations", str(ROOT / "annotations" / "pse-i-cerd")])
     assert bad.exit_code == 1 and "no analysis record matches" in bad.output
 

@@ -112,7 +112,7 @@ def test_gold_of_the_fixture(tmp_path):
 def test_evaluate_raw_on_hypo_cn_and_configure(tmp_path):
     shared = _fixture(tmp_path)
     out = tmp_path / "raw.json"
-    result = CliRunner().invoke(app, ["evaluate-raw", str(PIPELINE), "-c", "hypo-cn", "-c", "configure",
+    result = CliRunner().invoke(app, ["evaluate", "raw", str(PIPELINE), "-c", "hypo-cn", "-c", "configure",
                                       "--shared", str(shared), "-o", str(out)])
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())  # independent of the terminal's width

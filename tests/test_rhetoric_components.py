@@ -357,7 +357,7 @@ def test_bad_component_positive_weights_are_refused(weights, match):
 
 
 def test_add_component_replaces_in_place(tmp_path):
-    """``rhetoric add-component TARGET SOURCE --name rhetoric_components
+    """``rhetoric pipeline add-component TARGET SOURCE --name rhetoric_components
     --before rhetoric_components`` (finalize-zh-rhetoric-components) keeps
     the component's place, its labels in the meta and says where it came
     from; the other components' files are untouched."""

@@ -1,4 +1,4 @@
-"""Static word vectors from PyPI packages (spacy_rhetoric/assets/vectors.py, `rhetoric convert-vectors`)."""
+"""Static word vectors from PyPI packages (spacy_rhetoric/assets/vectors.py, `rhetoric convert vectors`)."""
 import gzip
 import io
 import pickle

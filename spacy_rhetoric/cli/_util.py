@@ -1,19 +1,38 @@
 """The Typer apps of the ``rhetoric`` command line and the helpers that its
-command modules share."""
+command modules share.
+
+``analyze``, ``serve`` and ``generate`` are top-level commands; everything
+else sits in a group (a ``typer.Typer`` added with ``app.add_typer``, one
+module per group, as ``spacy/cli/``). Every app sets
+``rich_markup_mode=None``: help texts hold literal brackets
+(``spacy-rhetoric[ray]``, ``[components.rhetoric_generator]``) that Rich
+markup would drop.
+"""
 from __future__ import annotations
 
 import typer
+
+
+def _group(help: str) -> typer.Typer:
+    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None)
+
 
 app = typer.Typer(
     name="rhetoric",
     help="Find, explain and generate rhetorical devices in Chinese prose.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
 )
-convert_app = typer.Typer(help="Convert corpora to spaCy DocBins (.spacy).", no_args_is_help=True)
-app.add_typer(convert_app, name="convert")
-benchmark_app = typer.Typer(help="Measure speed (words/second, peak memory).", no_args_is_help=True)
-app.add_typer(benchmark_app, name="benchmark")
+convert_app = _group("Convert corpora, annotation sheets and pretrained assets (DocBins, JSONL, model folders).")
+evaluate_app = _group("Evaluate pipelines on raw text, analysis records and suggestions.")
+tune_app = _group("Choose decision thresholds on dev (never on test).")
+pipeline_app = _group("Build and change pipeline folders; train their separately trained parts.")
+benchmark_app = _group("Measure speed (words/second, latency, peak memory).")
+research_app = _group("Studies and experiment records (gold-unit figures are upper bounds).")
+for _name, _sub in [("convert", convert_app), ("evaluate", evaluate_app), ("tune", tune_app),
+                    ("pipeline", pipeline_app), ("benchmark", benchmark_app), ("research", research_app)]:
+    app.add_typer(_sub, name=_name)
 
 
 def _vocab():

@@ -1,4 +1,4 @@
-"""``rhetoric benchmark ...``: speed of the clause segmenter, the pipelines, the linker and its scorer."""
+"""``rhetoric benchmark ...``: speed of the clause segmenter, the pipelines, the linker and its scorer, generation and verified suggestions."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,7 +6,25 @@ from typing import List, Optional
 
 import typer
 
-from ._util import benchmark_app, _print_table
+from ._util import _print_table, benchmark_app
+from .generate import (
+    ADAPTER_PATH,
+    ANALYSER,
+    KENLM,
+    K_CONTEXT,
+    LEAD,
+    LOCAL_MODEL,
+    MAX_NEW_TOKENS,
+    NS,
+    N_SHOTS,
+    PER_DEVICE,
+    REPETITION_PENALTY,
+    SAMPLE_TEMPERATURE,
+    SAMPLING_SEED,
+    TOP_P,
+    _counts,
+    _suggestion_generator,
+)
 
 # options shared by the pipeline commands
 PSE_DIR = typer.Option(Path("../shared/data/pse-i"), "--pse-dir", exists=True, file_okay=False, help="PSE-I folder (splits.json, xml/)")
@@ -321,3 +339,46 @@ def benchmark_generation_cmd(
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+
+
+@benchmark_app.command("suggestions")
+def time_suggestions_cmd(
+    requests: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Held-out RG records, as for evaluate-suggestions"),
+    output: Path = typer.Option(..., "--output", "-o", help="JSON: latency per request at each N (p50, p95, mean, s)"),
+    model_path: str = LOCAL_MODEL,
+    adapter_path: Optional[str] = ADAPTER_PATH,
+    analyser: str = ANALYSER,
+    kenlm: Optional[Path] = KENLM,
+    ns: str = NS,
+    per_device: int = PER_DEVICE,
+    sample_seed: int = typer.Option(0, "--sample-seed"),
+    n_shots: int = N_SHOTS,
+    k: int = K_CONTEXT,
+    temperature: float = SAMPLE_TEMPERATURE,
+    top_p: float = TOP_P,
+    repetition_penalty: float = REPETITION_PENALTY,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    seed: int = SAMPLING_SEED,
+    latency_sample: int = typer.Option(16, "--latency-sample", help="Requests timed one at a time at each N"),
+    lead: str = LEAD,
+) -> None:
+    """Latency of verified suggestions, one request at a time, as /suggest serves them: the same requests and
+    generator as evaluate-suggestions' latency, verified by ANALYSER (e.g. the transformer pipeline)."""
+    import json
+    import platform
+
+    from ..evaluation.suggestions import held_out_requests, latency_requests, time_requests
+
+    counts = _counts(ns)
+    picked = held_out_requests(requests, per_device, sample_seed)
+    gen = _suggestion_generator(model_path, adapter_path, analyser, kenlm, max(counts), n_shots, k, temperature, top_p,
+                                repetition_penalty, max_new_tokens, seed, lead)
+    gen.backend.batch_size = max(counts)
+    timed = latency_requests(picked, latency_sample)
+    result = {"model_path": model_path, "adapter_path": adapter_path, "analyser": analyser, "lead": lead,
+              "n_shots": n_shots, "k": k, "requests": [str(p) for p in requests],
+              "devices": {d: sum(r.rhetoric == d for r in timed) for d in dict.fromkeys(r.rhetoric for r in timed)},
+              "cpu": platform.processor() or platform.machine(), "latency": time_requests(gen, timed, counts)}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+    typer.echo(json.dumps(result, ensure_ascii=False, indent=1))

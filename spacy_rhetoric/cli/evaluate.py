@@ -1,186 +1,37 @@
-"""Evaluation commands: segmentation, rhetoric classification and components, parallelism, whole essays, CMC, generated text."""
+"""``rhetoric evaluate ...``: the raw-path evaluation (raw text in, scored by characters), analysis records, the linker, ConFiguRe figurative units, the segmenter, and verified suggestions."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from ._util import app, _print_table
+from ._util import _print_table, evaluate_app
+from .generate import (
+    ADAPTER_PATH,
+    ANALYSER,
+    KENLM,
+    K_CONTEXT,
+    LEAD,
+    LOCAL_MODEL,
+    MAX_NEW_TOKENS,
+    NS,
+    N_SHOTS,
+    PER_DEVICE,
+    REPETITION_PENALTY,
+    SAMPLE_TEMPERATURE,
+    SAMPLING_SEED,
+    TOP_P,
+    _counts,
+    _suggestion_generator,
+)
+
+DATA = Path("../shared/data/configure/valid.json")
+SPLIT = Path("configs/configure_split.json")
 
 
-@app.command("evaluate-generation")
-def evaluate_generation_cmd(
-    input_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL: context, condition, reference, candidates"),
-    output: Path = typer.Argument(..., help="JSON scores; a Markdown report is written beside it (.md)"),
-    kb: Optional[Path] = typer.Option(None, "--kb", exists=True, dir_okay=False, help="Simile KB (build-kb) for HAUSER scores"),
-    lm: Optional[str] = typer.Option(None, "--lm", help="Local causal LM folder for perplexity"),
-    encoder: Optional[str] = typer.Option(None, "--encoder", help="Local encoder folder for BERTScore"),
-    kenlm: Optional[Path] = typer.Option(None, "--kenlm", exists=True, dir_okay=False, help="KenLM word n-gram model (ARPA or binary, e.g. assets/kenlm/zh_CN.lm) for perplexity and OOV rate"),
-    sentiment: Optional[str] = typer.Option(None, "--sentiment", help="HAUSER sentiment consistency: 'jiagu' or a local classifier folder (labels negative/positive)"),
-    rhetoric_model: Optional[str] = typer.Option(None, "--rhetoric-model", help="spaCy pipeline (folder or package) with rhetoric_textcat and rhetoric_components for the rhetoric success rate"),
-    judge: List[str] = typer.Option([], "--judge", help="LLM judge: rating, pairwise or metaphor (repeatable)"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server for the judges"),
-    model: Optional[str] = typer.Option(None, "--judge-model", help="Judge model name on that server"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the API key"),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per judge request"),
-) -> None:
-    """Score generated candidates: BLEU-2/4, ROUGE-L, perplexity (causal LM, KenLM), BERTScore, HAUSER, rhetoric success, LLM judges."""
-    from wasabi import msg
-
-    from ..research.generation import evaluate_generation, summary_table
-
-    backend = None
-    if judge:
-        from ..llm.openai_compatible import OpenAICompatibleBackend
-
-        if not (base_url and model):
-            raise typer.BadParameter("--judge needs --base-url and --model")
-        backend = OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=timeout)
-    result = evaluate_generation(input_path, output, kb_path=kb, lm_path=lm, encoder_path=encoder, kenlm_path=kenlm,
-                                 sentiment=sentiment, rhetoric_model=rhetoric_model, backend=backend, judges=judge)
-    msg.table(summary_table(result["summary"]), header=("metric", "key", "value"), divider=True, max_col=80)
-    for notice in result["notices"]:
-        msg.warn(notice)
-    msg.good(f"Wrote {output} and {output.with_suffix('.md')}")
-
-
-@app.command("hauser-cmdag")
-def hauser_cmdag_cmd(
-    kb_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="KB JSON from build-kb"),
-    cmdag_file: Path = typer.Argument(..., exists=True, dir_okay=False, help="CMDAG JSON to score (test.json)"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write per-record scores (JSONL) and <output>.summary.json"),
-    nlp_path: Optional[str] = typer.Option(None, "--nlp", help="spaCy pipeline whose tokenizer counts vehicle words (default: blank zh, characters)"),
-    examples: int = typer.Option(3, "--examples", help="Highest/lowest examples to print per score"),
-) -> None:
-    """HAUSER relevance / creativity / informativeness of CMDAG metaphors against a KB."""
-    from ..research.cmdag_hauser import print_report, score_file
-
-    print_report(*score_file(kb_path, cmdag_file, output=output, nlp_path=nlp_path), examples=examples)
-
-
-@app.command("evaluate-segmenter")
-def evaluate_segmenter_cmd(
-    data: List[Path] = typer.Argument(..., help="DocBins with gold words"),
-    model: Optional[Path] = typer.Option(None, "--pkuseg-model", help="pkuseg model folder; none = character segmentation"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scores as JSON here"),
-) -> None:
-    """Word-level P/R/F of the tokenizer against the gold words of DocBins."""
-    import srsly
-
-    from ..corpora.docbin import read_docbin
-    from ..tokenizer.chinese import make_nlp, segment, segmentation_prf, sentence_words
-
-    nlp = make_nlp(model)
-    scores = {}
-    for path in data:
-        gold, pred = segment(nlp, sentence_words(read_docbin(path, nlp.vocab)))
-        scores[str(path)] = segmentation_prf(gold, pred)
-    _print_table(f"Word segmentation ({model or 'characters'})", scores)
-    if output:
-        srsly.write_json(output, scores)
-
-
-@app.command("evaluate-parallelism")
-def evaluate_parallelism_cmd(
-    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline with a parallelism_linker"),
-    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold DocBin, e.g. corpus/pse-i/test.spacy"),
-    output: Path = typer.Option(Path("metrics/parallelism.json"), "--output", "-o", help="JSON report (a .md is written beside it)"),
-) -> None:
-    """EPM/MPBM/MBAWO/MWO P/R/F and Appendix-G error counts of the parallelism linker on gold words."""
-    from wasabi import msg
-
-    from ..evaluation.parallelism import CATEGORIES, PUBLISHED_F1, evaluate_linker
-
-    result = evaluate_linker(model, data, output)
-    rows = [(m.upper(), f"{v['p']:.3f}", f"{v['r']:.3f}", f"{v['f']:.3f}", f"{PUBLISHED_F1[m]:.3f}") for m, v in result["metrics"].items()]
-    msg.table(rows, header=("metric", "P", "R", "F1", "published F1"), divider=True,
-              title=f"{result['linker']} on {result['essays']} essays / {result['documents']} paragraphs / {result['words']} words")
-    msg.table([[result["errors"][k] for k in (*CATEGORIES, "correct")]], header=(*CATEGORIES, "correct"), divider=True,
-              title="Appendix G error categories")
-    msg.good(f"wrote {output} and {output.with_suffix('.md')}")
-
-
-@app.command("evaluate-essays")
-def evaluate_essays_cmd(
-    model: Path = typer.Argument(..., exists=True, file_okay=False, help="Pipeline folder, e.g. pipelines/zh_rhetoric"),
-    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold paragraph DocBin with essay_id/para_id, e.g. corpus/pse-i/test.spacy"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write all scores as JSON here"),
-    before: bool = typer.Option(False, "--before", help="Load the pipeline with the encoders that read across line breaks (spacy.Tok2Vec.v2, spacy-transformers.strided_spans.v1; same weights)"),
-    gold_sents: bool = typer.Option(True, "--gold-sents/--no-gold-sents", help="Give the pipeline the gold sentence starts"),
-    threads: int = typer.Option(1, "--threads", min=1, help="torch threads"),
-) -> None:
-    """Paragraph-level nlp.evaluate vs the same scorers on whole essays
-    (paragraphs joined by line breaks, the prediction cut back per
-    paragraph), on gold words."""
-    import torch
-    from wasabi import msg
-
-    from ..research.whole_essays import evaluate_whole_essays, headline_rows
-
-    torch.set_num_threads(threads)
-    try:
-        r = evaluate_whole_essays(model, data, before=before, gold_sents=gold_sents, output=output)
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
-    msg.table(headline_rows(r), header=("score", "paragraphs", "whole essays"), divider=True,
-              title=f"{model} ({', '.join(r['encoders']) or 'no paragraph-wise encoder'}) on {data}: {r['cut']['essays']} essays, {r['n_paragraphs']} paragraphs")
-    msg.info("cut: " + ", ".join(f"{k} {v}" for k, v in r["cut"].items()))
-    msg.info("paragraphs predicted differently in the essay: " + ", ".join(f"{k} {v}" for k, v in r["changed"].items()))
-    if output is not None:
-        msg.good(f"wrote {output}")
-
-
-@app.command("evaluate-rhetoric")
-def evaluate_rhetoric_cmd(
-    model: str = typer.Argument(..., help="Pipeline folder/name with rhetoric_textcat and/or rhetoric_components, or 'rules' for the rule baseline"),
-    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Gold DocBin, e.g. corpus/simile/test.spacy"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write all scores as JSON here"),
-    gold_sents: bool = typer.Option(True, "--gold-sents/--no-gold-sents", help="Give the pipeline the gold sentence starts"),
-) -> None:
-    """Sentence classification (EM, micro/macro P/R/F1, mapping rates) and component scores on gold words."""
-    from wasabi import msg
-
-    from ..evaluation.rhetoric import evaluate_rhetoric, summary_rows
-
-    scores = evaluate_rhetoric(model, data, gold_sents=gold_sents, output=output)
-    msg.table(summary_rows(scores), header=("score", "P", "R", "F1"), title=f"{model} on {data}", divider=True)
-
-
-@app.command("evaluate-cmc")
-def evaluate_cmc_cmd(
-    model: str = typer.Argument(..., help="Pipeline folder or installed package name"),
-    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="CMC DocBin, e.g. corpus/cmc/test.spacy"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the figures as JSON here"),
-    batch_size: int = typer.Option(64, "--batch-size", min=1, help="Texts per nlp.pipe batch"),
-) -> None:
-    """Metaphor detection on CMC sentences (raw text, the pipeline's own
-    tokenizer): positive = any sentence labelled metaphor or personification."""
-    from wasabi import msg
-
-    from ..research.cmc import evaluate_cmc
-
-    try:
-        r = evaluate_cmc(model, data, output=output, batch_size=batch_size)
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
-    rows = []
-    for decision, block in (("metaphor or personification", r), ("metaphor alone", r["metaphor_only"])):
-        for subset in ("overall", "with_xiang", "without_xiang"):
-            v = block[subset]
-            rows.append((decision, subset, v["sentences"], v["positives"], v["predicted"], v["tp"],
-                         f"{v['p']:.4f}", f"{v['r']:.4f}", f"{v['f']:.4f}"))
-    v = r["distinct"]
-    rows.append(("metaphor or personification", "distinct texts", v["sentences"], v["positives"], v["predicted"], v["tp"],
-                 f"{v['p']:.4f}", f"{v['r']:.4f}", f"{v['f']:.4f}"))
-    msg.table(rows, header=("predicted positive =", "subset", "sentences", "gold pos", "pred pos", "TP", "P", "R", "F1"),
-              divider=True, title=f"{r['model_name']} {r['model_version']} ({model}) on {data}, {r['seconds']} s")
-    msg.info("sentences per predicted coarse label: " + ", ".join(f"{k} {v}" for k, v in r["predicted_labels"].items()))
-    if output is not None:
-        msg.good(f"wrote {output}")
-
-
-@app.command("evaluate-raw")
+@evaluate_app.command("raw")
 def evaluate_raw_cmd(
     model: str = typer.Argument(..., help="Pipeline folder or installed package name"),
     corpus: List[str] = typer.Option(["pse-i-cerd", "pse-i", "simile", "cmc", "pse-original", "cmre", "cmre-relation-only"], "--corpus", "-c", help="pse-i-cerd, pse-i, simile, cmc, pse-original, cmre or cmre-relation-only (CMRE's dev split, held out; relation-only: its verb, attribute and part metaphors as our annotators read them), hypo-cn (HYPO-cn's valid split: hyperbole P/R/F1 and accuracy) or configure (the dev works of ConFiguRe's validation split: metaphor, personification, hyperbole and parallelism P/R/F1 by character overlap with its units) (repeatable)"),
@@ -221,7 +72,7 @@ def evaluate_raw_cmd(
         msg.good(f"wrote {output}")
 
 
-@app.command("score-records")
+@evaluate_app.command("records")
 def score_records_cmd(
     records: Path = typer.Argument(..., exists=True, dir_okay=False, help="analysis/v1 JSONL written by `rhetoric analyze`"),
     corpus: str = typer.Option("pse-i-cerd", "--corpus", "-c", help="pse-i-cerd or pse-i (records' ids are the essay ids)"),
@@ -250,7 +101,7 @@ def score_records_cmd(
     msg.table(rows, header=("score", "P", "R", "F1"), divider=True)
 
 
-@app.command("evaluate-linker-raw")
+@evaluate_app.command("linker")
 def evaluate_linker_raw_cmd(
     model: str = typer.Argument(..., help="Pipeline folder or installed package name"),
     corpus: str = typer.Option("pse-i-cerd", "--corpus", "-c", help="pse-i-cerd or pse-i"),
@@ -277,3 +128,122 @@ def evaluate_linker_raw_cmd(
               title=f"{model} {r['version']} linker on {corpus} {split} as raw text: {r['texts']} texts, {r['seconds']} s")
     if output is not None:
         msg.good(f"wrote {output}")
+
+
+@evaluate_app.command("configure")
+def evaluate_configure_cmd(
+    path: Path = typer.Argument(DATA, exists=True, dir_okay=False, help="A ConFiguRe-format JSON file"),
+    model: Path = typer.Option(Path("pipelines/zh_rhetoric"), "--model", "-m", exists=True, file_okay=False, help="Pipeline with figurative_units"),
+    split: Optional[str] = typer.Option(None, "--split", help="Only this part (train/dev) of --split-file; default the whole file"),
+    split_file: Path = typer.Option(SPLIT, "--split-file", exists=True, dir_okay=False),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the figures as JSON"),
+) -> None:
+    """ConFiguRe's tasks on the raw path: fragments in, the pipeline's
+    figurative units scored (extraction, classification given the gold units,
+    recognition, overlap), beside the paper's figures."""
+    import spacy
+    from wasabi import msg
+
+    from ..evaluation.configure import evaluate_configure, headline, load_passages
+
+    passages = load_passages(path, split, split_file if split else None)
+    scores = evaluate_configure(spacy.load(model), passages)
+    msg.table(headline(scores), header=("figure", "ours (%)", "paper model", "paper (%)"), divider=True,
+              title=f"{path.name}{' ' + split if split else ''}: {len(passages)} passages, {scores['gold']} units, model {model}")
+    align = scores["clause_alignment"]
+    msg.info(f"gold units on clause boundaries: {align['aligned']} of {align['units']}")
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(scores, ensure_ascii=False, indent=1), encoding="utf8")
+
+
+@evaluate_app.command("segmenter")
+def evaluate_segmenter_cmd(
+    data: List[Path] = typer.Argument(..., help="DocBins with gold words"),
+    model: Optional[Path] = typer.Option(None, "--pkuseg-model", help="pkuseg model folder; none = character segmentation"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scores as JSON here"),
+) -> None:
+    """Word-level P/R/F of the tokenizer against the gold words of DocBins."""
+    import srsly
+
+    from ..corpora.docbin import read_docbin
+    from ..tokenizer.chinese import make_nlp, segment, segmentation_prf, sentence_words
+
+    nlp = make_nlp(model)
+    scores = {}
+    for path in data:
+        gold, pred = segment(nlp, sentence_words(read_docbin(path, nlp.vocab)))
+        scores[str(path)] = segmentation_prf(gold, pred)
+    _print_table(f"Word segmentation ({model or 'characters'})", scores)
+    if output:
+        srsly.write_json(output, scores)
+
+
+@evaluate_app.command("suggestions")
+def evaluate_suggestions_cmd(
+    requests: List[Path] = typer.Argument(..., exists=True, dir_okay=False, help="Held-out RG records (rg-records --essays), test first; later files top up devices with too few"),
+    output: Path = typer.Option(..., "--output", "-o", help="JSONL: one row per request (candidates, verdicts, success at each N)"),
+    summary_path: Path = typer.Option(..., "--summary", help="JSON summary: success at each N per device, fluency, latency"),
+    system: str = typer.Option(..., "--system", help="Name of the system (written into the summary)"),
+    model_path: str = LOCAL_MODEL,
+    adapter_path: Optional[str] = ADAPTER_PATH,
+    analyser: str = ANALYSER,
+    kenlm: Optional[Path] = KENLM,
+    ns: str = NS,
+    per_device: int = PER_DEVICE,
+    sample_seed: int = typer.Option(0, "--sample-seed"),
+    n_shots: int = N_SHOTS,
+    k: int = K_CONTEXT,
+    temperature: float = SAMPLE_TEMPERATURE,
+    top_p: float = TOP_P,
+    repetition_penalty: float = REPETITION_PENALTY,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    seed: int = SAMPLING_SEED,
+    batch: int = typer.Option(4, "--batch", help="Requests generated together (throughput; latency is timed one request at a time)"),
+    latency_sample: int = typer.Option(16, "--latency-sample", help="Requests timed one at a time at each N (0 = none)"),
+    resume: bool = typer.Option(False, "--resume", help="Keep the rows already in OUTPUT and add the rest"),
+    lead: str = LEAD,
+) -> None:
+    """Verified suggestions on held-out requests: success per request at N = 1, 4, 8 per device, latency, fluency."""
+    import json
+
+    from ..llm.ngram_lm import load_kenlm
+    from ..evaluation.suggestions import held_out_requests, latency_requests, read_rows, request_rows, summarize, time_requests
+
+    counts = _counts(ns)
+    picked = held_out_requests(requests, per_device, sample_seed)
+    gen = _suggestion_generator(model_path, adapter_path, analyser, kenlm, max(counts), n_shots, k, temperature, top_p,
+                                repetition_penalty, max_new_tokens, seed, lead)
+    gen.backend.batch_size = batch
+    rows = read_rows(output) if resume else []
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("a" if resume else "w", encoding="utf8") as fh:
+        for row in request_rows(gen, picked, counts, batch=batch, done={r["id"] for r in rows}):
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.flush()
+            rows.append(row)
+    lm = load_kenlm(kenlm) if kenlm else None
+    result = {"system": system, "model_path": model_path, "adapter_path": adapter_path, "analyser": analyser,
+              "n_shots": n_shots, "k": k, "temperature": temperature, "per_device": per_device, "lead": lead,
+              "requests": [str(p) for p in requests], "summary": summarize(rows, counts, lm)}
+    if latency_sample:
+        gen.backend.batch_size = max(counts)
+        result["latency"] = time_requests(gen, latency_requests(picked, latency_sample), counts)
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    summary_path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+    typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
+
+
+@evaluate_app.command("suggestion-samples")
+def suggestion_samples_cmd(
+    rows: Path = typer.Argument(..., exists=True, dir_okay=False, help="evaluate-suggestions results (JSONL)"),
+    output: Path = typer.Option(..., "--output", "-o", help="Markdown table to write"),
+    n: int = typer.Option(10, "--n", help="Requests per device"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the draw"),
+) -> None:
+    """N returned suggestions per device with their evidence, requests drawn by a seed (not by hand)."""
+    from ..evaluation.suggestions import read_rows, samples_markdown
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(samples_markdown(read_rows(rows), n, seed), encoding="utf8")
+    typer.echo(f"wrote {output}", err=True)

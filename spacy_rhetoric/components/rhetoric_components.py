@@ -168,11 +168,11 @@ class RhetoricComponents(SpanCategorizer):
         scorer: Optional[Callable] = score_rhetoric_components,
     ) -> None:
         """``thresholds``: per component label, overriding ``threshold``
-        (chosen on dev by ``rhetoric tune-thresholds-raw``).
+        (chosen on dev by ``rhetoric tune thresholds``).
         ``object_thresholds``: per component label, the threshold for a
         span named in advance, as a suggestion request names its object
         (:meth:`scored_spans`, read by :mod:`spacy_rhetoric.llm.verify`);
-        chosen on dev by ``rhetoric tune-object-thresholds``. It does not
+        chosen on dev by ``rhetoric tune object-thresholds``. It does not
         change ``doc.spans``.
         ``positive_weights``: per component label, the weight of a gold span
         in the loss (:meth:`get_loss`); 1 where not given.

@@ -2,7 +2,7 @@
 latency per request, and the fluency of what is returned first.
 
 Held-out requests (:func:`held_out_requests`) are RG records of the
-team-annotated essays that no model was trained on (``rhetoric rg-records
+team-annotated essays that no model was trained on (``rhetoric convert rg-records
 --essays annotations/pse-i-cerd/test.jsonl``): the context (the essay's
 preceding sentences), the device, the object from the gold components and
 the human sentence. ``per_device`` requests are drawn per device with a seed

@@ -474,7 +474,7 @@ def make_hauser_reranker(
     "spacy_rhetoric.HauserReranker.v1"``). Returns a callable
     ``scorer(candidates, *, context, rhetoric, object, logprobs) -> list[float]``.
 
-    kb_path: JSON written by ``rhetoric build-kb``; nlp_path: optional
+    kb_path: JSON written by ``rhetoric convert simile-kb``; nlp_path: optional
     pipeline with ``rhetoric_components``; nli_model / sentiment_model:
     optional local HF classifier paths with their label names.
     """

