@@ -16,7 +16,7 @@ install-core:
 	$(PYTHON) -m pip install -e .
 
 install:
-	$(PYTHON) -m pip install -e ".[test,ray,serve,generation,research,vectors]"
+	$(PYTHON) -m pip install -e ".[test,ray,serve,generation,evaluation,research,vectors]"
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
 	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	  echo "installing $(BROWSER_PACKAGES) for the browser tests (apt-get)"; \
