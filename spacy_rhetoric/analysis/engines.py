@@ -418,7 +418,7 @@ def model_meta_info(model: str, require: bool = True) -> Optional[Dict[str, str]
         if not require:
             return None
         raise OSError(f"cannot load pipeline {model!r}: not an installed package or a pipeline folder "
-                      "(build one with `spacy project run assemble`, or pass --model PATH)")
+                      "(build one with `spacy project run train`, or pass --model PATH)")
     meta = json.loads(meta_path.read_text(encoding="utf8"))
     return {"name": f"{meta.get('lang', '')}_{meta.get('name', '')}", "version": str(meta.get("version", ""))}
 

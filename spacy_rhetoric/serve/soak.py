@@ -17,7 +17,7 @@ child process, then three phases, each bounded in count and time.
    read (from its log line), and the server's peak RSS before and after.
 
 Run: ``python -m spacy_rhetoric.serve.soak --model pipelines/zh_rhetoric
--o metrics/serve/soak.json`` (``spacy project run soak-serve``). Not a
+-o metrics/serve/soak.json`` (``spacy project run soak-serve research``). Not a
 test: it prints what it measured and exits 1 only if the service failed
 (an error in phase 1, a slow client still open, the body not refused).
 """
