@@ -1,4 +1,10 @@
-"""Assemble the trained components into the ``zh_rhetoric`` pipeline.
+"""Assemble the trained components into the ``zh_rhetoric`` pipeline folder,
+and change a finished folder (add, swap or average a component, finalize
+its meta). Named for what it does: in spaCy's vocabulary "pipeline" means
+the components, while this module builds and edits the folder that
+``spacy package`` packages. Loading a pipeline to run it is
+:mod:`spacy_rhetoric.analysis.loading`'s; only the command line imports
+this module.
 
 Each component is trained in its own pipeline (``spacy train configs/*.cfg``)
 with its own ``tok2vec``. Sourcing two such components into one pipeline
@@ -193,24 +199,6 @@ def read_metrics(paths: Iterable[Union[str, Path]]) -> Dict[str, Dict[str, float
     return result
 
 
-def _generator_config(path: Path) -> Dict[str, Any]:
-    """The ``[components.rhetoric_generator]`` block of a config file
-    (without ``factory``). Raises ValueError if the file has none, or when
-    it has settings of the earlier flat config (R023, naming the block each
-    now belongs to)."""
-    from .components.rhetoric_generator import check_config
-
-    cfg = Config().from_disk(path, interpolate=False)
-    block = cfg.get("components", {}).get("rhetoric_generator")
-    if block is None:
-        raise ValueError(f"{path}: no [components.rhetoric_generator] section")
-    try:
-        check_config(block)
-    except ValueError as err:
-        raise ValueError(f"{path}: {err}") from None
-    return {k: v for k, v in block.items() if k != "factory"}
-
-
 def assemble(
     sources: Mapping[str, Union[str, Path]],
     *,
@@ -273,7 +261,9 @@ def assemble(
             trained_from[target] = {"path": _portable(path), "corpora": source_corpora,
                                     "version": source.meta.get("version")}
     if generator_config is not None:
-        nlp.add_pipe("rhetoric_generator", config=_generator_config(Path(generator_config)))
+        from .components.rhetoric_generator import read_generator_config
+
+        nlp.add_pipe("rhetoric_generator", config=read_generator_config(Path(generator_config)))
     _set_meta(nlp, version=version, corpora=used, trained_from=trained_from,
               metrics=read_metrics(metrics), pkuseg=pkuseg_model is not None)
     return nlp
@@ -413,30 +403,6 @@ def _check_portable(output_dir: Path) -> None:
         text = (output_dir / name).read_text(encoding="utf8")
         if cwd in text or os.path.expanduser("~") + os.sep in text:
             raise ValueError(f"{output_dir / name} contains an absolute path; pass relative paths")
-
-
-#: ``load_pipeline("rules")``: the rule baseline (blank ``zh`` + ``rhetoric_simile_rules``).
-RULES = "rules"
-
-
-def load_pipeline(model: Union[str, Path], config: Optional[Dict[str, Any]] = None) -> Language:
-    """``spacy.load(model, config=config)`` (an installed package or a
-    pipeline folder; ``config``: overrides as a nested dict), or the rule
-    baseline for ``"rules"``. Raises OSError with a hint when ``model`` is
-    neither."""
-    import spacy
-
-    if str(model) == RULES:
-        nlp = spacy.blank("zh")
-        nlp.add_pipe("rhetoric_simile_rules")
-        return nlp
-    try:
-        return spacy.load(model, config=config or {})
-    except OSError as err:
-        raise OSError(
-            f"cannot load pipeline {str(model)!r}: not an installed package or a pipeline folder "
-            "(build one with `spacy project run train`, or pass --model PATH)"
-        ) from err
 
 
 def add_component(

@@ -12,7 +12,9 @@ The rules:
   (so ``rhetoric --help`` and a core install never load them);
 - no circle between parts (a module-level circle is ``test_imports.py``'s);
 - the package root holds exactly the parts listed in ``ROOT``, so a new
-  loose module is a decision made here, not an accident.
+  loose module is a decision made here, not an accident;
+- ``packaging`` (building pipeline folders) is imported only by the command
+  line.
 
 The root ``__init__`` is the public facade (``doc_to_record``,
 ``parallelisms``): every submodule import runs it, so it is left out of the
@@ -186,6 +188,13 @@ def test_package_root_holds_exactly_the_listed_parts():
     subpackages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert subpackages == set(ROOT["subpackages"])
     assert entries - subpackages == set(ROOT["modules"])
+
+
+def test_only_the_command_line_assembles_pipelines():
+    """``packaging`` builds and edits pipeline folders; running a pipeline
+    loads it with ``analysis.loading``, so nothing else needs packaging."""
+    importers = {src for src, targets in module_graph().items() if f"{NAME}.packaging" in targets}
+    assert importers and all(_within(src, f"{NAME}.cli") for src in importers), sorted(importers)
 
 
 def test_every_listed_subpackage_with_code_is_a_package():

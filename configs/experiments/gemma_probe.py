@@ -140,7 +140,7 @@ def main() -> None:
     from sklearn.preprocessing import StandardScaler
 
     from spacy_rhetoric.evaluation.raw_path import evaluate_raw, read_gold, tune_thresholds_raw
-    from spacy_rhetoric.packaging import load_pipeline
+    from spacy_rhetoric.analysis.loading import load_pipeline
 
     feats = Features(args.model, args.cache)
     texts, labels = training_sentences(args.shared, args.annotations, args.n_literal, args.seed)

@@ -77,9 +77,9 @@ from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, 
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from ..packaging import load_pipeline
 from ..taxonomy import LITERAL
 from .io import InputDoc, expand_inputs, expand_paths, iter_inputs
+from .loading import load_pipeline
 from .records import SCHEMA, doc_sections, doc_to_record, error_record, model_info, single_torch_thread, too_long_message
 
 ENGINES = ("local", "ray")

@@ -377,7 +377,7 @@ class RayAnalyzer:
 
     def __init__(self, model: str, max_length: Optional[int] = None, with_sections: bool = False,
                  piece_chars: int = PIECE_CHARS) -> None:
-        from ..packaging import load_pipeline  # spaCy finds the factories by their entry points
+        from .loading import load_pipeline  # spaCy finds the factories by their entry points
 
         from ..runtime.threads import mark_worker
 

@@ -155,7 +155,7 @@ def _suggestion_generator(model_path, adapter_path, analyser, kenlm, n, n_shots,
     """The generator evaluate-suggestions and time-suggestions measure: a
     local model with completion prompts, verified by ``analyser``."""
     from ..llm.verify import pipeline_analyser
-    from ..packaging import load_pipeline
+    from ..analysis.loading import load_pipeline
 
     gen = _cli_generator(model_path, adapter_path, None, "default", None, 60.0, top_p, repetition_penalty, seed,
                          n_context=k, n_candidates=n, temperature=temperature, max_new_tokens=max_new_tokens,

@@ -271,7 +271,7 @@ def reverify_suggestions_cmd(
 
     from ..evaluation.suggestions import read_rows, reverify_rows, summarize
     from ..llm.verify import pipeline_analyser
-    from ..packaging import load_pipeline
+    from ..analysis.loading import load_pipeline
 
     counts = _counts(ns)
     before = read_rows(rows)

@@ -28,7 +28,8 @@ def tune_thresholds_raw_cmd(
     from wasabi import msg
 
     from ..evaluation.raw_path import read_gold, tune_component_thresholds_raw, tune_linker_bias_raw, tune_thresholds_raw
-    from ..packaging import load_pipeline, write_component
+    from ..packaging import write_component
+    from ..analysis.loading import load_pipeline
 
     nlp = load_pipeline(model)
     devs = [read_gold(c, shared, annotations, "dev") for c in corpus]
@@ -72,7 +73,8 @@ def tune_object_thresholds_cmd(
 
     from ..research.object_thresholds import COMPONENTS_ALONE, choose, labelled_pairs, score_pairs, sweep
     from ..llm.records import read_jsonl
-    from ..packaging import load_pipeline, write_component
+    from ..packaging import write_component
+    from ..analysis.loading import load_pipeline
     from ..taxonomy import OBJECT_COMPONENT
 
     if not 0.0 < min_precision <= 1.0:

@@ -225,6 +225,24 @@ def check_config(config: Mapping[str, Any], section: str = "components.rhetoric_
         raise ValueError(Errors.R023.format(section=section, moved=moved))
 
 
+def read_generator_config(path: Union[str, Path]) -> Dict[str, Any]:
+    """The ``[components.rhetoric_generator]`` block of a config file
+    (without ``factory``). Raises ValueError if the file has none, or when
+    it has settings of the earlier flat config (R023, naming the block each
+    now belongs to)."""
+    from thinc.api import Config
+
+    cfg = Config().from_disk(path, interpolate=False)
+    block = cfg.get("components", {}).get("rhetoric_generator")
+    if block is None:
+        raise ValueError(f"{path}: no [components.rhetoric_generator] section")
+    try:
+        check_config(block)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+    return {k: v for k, v in block.items() if k != "factory"}
+
+
 @Language.factory(
     "rhetoric_generator",
     assigns=["doc._.rhetoric_suggestions"],
@@ -587,7 +605,7 @@ class RhetoricGenerator:
                 return None, "off: this pipeline has no rhetoric_textcat (set analyser to a pipeline)"
             self._analyse = pipeline_analyser(self._nlp, before=self.name)
         else:
-            from ..packaging import load_pipeline
+            from ..analysis.loading import load_pipeline
 
             self._analyse = pipeline_analyser(load_pipeline(name))
         return self._analyse, "on"

@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from ..packaging import load_pipeline
+from ..analysis.loading import load_pipeline
 from ..corpora.readers import gold_word_example
 
 

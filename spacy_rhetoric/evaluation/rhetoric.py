@@ -17,7 +17,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from ..corpora.readers import gold_word_example
-from ..packaging import load_pipeline
+from ..analysis.loading import load_pipeline
 from ..scorers.classification import score_rhetoric_classification
 from ..scorers.components import score_rhetoric_components
 

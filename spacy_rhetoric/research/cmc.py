@@ -120,7 +120,7 @@ def evaluate_cmc(
     the pipeline cannot be loaded and ValueError when a doc has no
     ``user_data["cmc_label"]``.
     """
-    from ..packaging import load_pipeline
+    from ..analysis.loading import load_pipeline
     from ..corpora.docbin import read_docbin
 
     nlp = load_pipeline(str(model))

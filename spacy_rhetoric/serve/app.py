@@ -106,11 +106,11 @@ from spacy.language import Language
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..analysis.io import InputDoc
-from ..llm.redaction import environment_secrets
-from ..llm.redaction import redact as redact_secrets
-from ..packaging import load_pipeline
+from ..analysis.loading import load_pipeline
 from ..analysis.records import SCHEMA, model_info, single_torch_thread
 from ..analysis.render import render_record, static_text
+from ..llm.redaction import environment_secrets
+from ..llm.redaction import redact as redact_secrets
 from ..taxonomy import REQUEST_OBJECT
 from .limits import (PAGE_CSP, BodyLimitMiddleware, RateLimitMiddleware, SecurityHeadersMiddleware,
                      TokenAuthMiddleware, error_response, header_timeout_protocol)
@@ -347,9 +347,9 @@ def build_generator(config: Union[str, Path]) -> Any:
     own (so the analysis pipeline is unchanged)."""
     import spacy
 
-    from ..packaging import _generator_config
+    from ..components.rhetoric_generator import read_generator_config
 
-    return spacy.blank("zh").add_pipe("rhetoric_generator", config=_generator_config(Path(config)))
+    return spacy.blank("zh").add_pipe("rhetoric_generator", config=read_generator_config(Path(config)))
 
 
 def _project_outputs(project_file: Path) -> List[Tuple[str, str]]:

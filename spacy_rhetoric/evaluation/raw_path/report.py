@@ -39,7 +39,7 @@ def evaluate_raw(
     ``model`` (a nested dict). Raises ValueError for an unknown corpus,
     OSError for missing data.
     """
-    from ...packaging import load_pipeline
+    from ...analysis.loading import load_pipeline
 
     nlp = model if isinstance(model, Language) else load_pipeline(model, config)
     result: Dict[str, Any] = {"model": str(model) if not isinstance(model, Language) else f"{nlp.lang}_{nlp.meta.get('name')}",
