@@ -213,9 +213,10 @@ def check_config(config: Mapping[str, Any], section: str = "components.rhetoric_
     a ``rhetoric_generator`` still has settings of the earlier flat config,
     naming for each the block it now belongs to (``backend`` became the
     ``model`` block). ``spacy.load`` and ``nlp.add_pipe`` reject such a
-    config too (spaCy's "unexpected argument"); the readers of config files
-    (``rhetoric serve --generator-config``, pipeline assembly) call this
-    first, so the message says where each setting went."""
+    config too (spaCy's "unexpected argument"); :func:`read_generator_config`,
+    which reads the config files of ``rhetoric serve --generator-config``
+    and of pipeline assembly, calls this first, so the message says where
+    each setting went."""
     by_block: Dict[str, List[str]] = {}
     for key in config:
         if key in MOVED_SETTINGS:
