@@ -127,7 +127,7 @@ def test_evaluate_and_benchmark(trained, tmp_path, simile_dir):
     from spacy.tokens import DocBin
 
     from spacy_rhetoric.evaluation.benchmark import benchmark_components
-    from spacy_rhetoric.evaluation.rhetoric import evaluate_rhetoric
+    from spacy_rhetoric.research.gold_units import evaluate_rhetoric
 
     db = DocBin(store_user_data=True, docs=simile_docs(simile_dir, "Test", 40))
     db.to_disk(tmp_path / "test.spacy")

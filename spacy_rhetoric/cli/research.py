@@ -39,7 +39,7 @@ def tune_thresholds_cmd(
     """Pick rhetoric_textcat / rhetoric_components thresholds on dev DocBins (gold words and units) and save the pipeline."""
     from wasabi import msg
 
-    from ..evaluation.rhetoric import tune_label_thresholds, tune_thresholds
+    from ..research.gold_units import tune_label_thresholds, tune_thresholds
 
     if per_label:
         for label, r in tune_label_thresholds(model, [dev, *extra_dev], output, min_support=min_support).items():
@@ -79,7 +79,7 @@ def evaluate_rhetoric_cmd(
     """Sentence classification (EM, micro/macro P/R/F1, mapping rates) and component scores on gold words."""
     from wasabi import msg
 
-    from ..evaluation.rhetoric import evaluate_rhetoric, summary_rows
+    from ..research.gold_units import evaluate_rhetoric, summary_rows
 
     scores = evaluate_rhetoric(model, data, gold_sents=gold_sents, output=output)
     msg.table(summary_rows(scores), header=("score", "P", "R", "F1"), title=f"{model} on {data}", divider=True)

@@ -85,7 +85,7 @@ def time_tokenizer(nlp: Language, texts: Sequence[str]) -> float:
 def time_components(nlp: Language, texts: Sequence[str], batch_size: int) -> Dict[str, float]:
     """Seconds of the tokenizer and of each component in one process, each
     run over all docs in pipeline order (``nlp.pipe``'s work, split up)."""
-    from .rhetoric import apply_component
+    from .util import apply_component
     from ..analysis.records import single_torch_thread
 
     out: Dict[str, float] = {}
@@ -538,7 +538,7 @@ def benchmark_components(
     import torch
     from threadpoolctl import threadpool_limits
 
-    from .rhetoric import apply_component, read_references
+    from .util import apply_component, read_references
 
     torch.set_num_threads(1)
     nlp = load_pipeline(model)

@@ -41,7 +41,7 @@ def linker_scores_raw(
     parallelism gold.
     """
     from ..analysis.records import doc_to_record, single_torch_thread
-    from .rhetoric import apply_component
+    from .util import apply_component
 
     if LINKER not in nlp.pipe_names:
         raise ValueError(f"the pipeline has no {LINKER}: {nlp.pipe_names}")

@@ -1,10 +1,13 @@
-"""Driver: evaluate the rhetoric classifiers on DocBins and tune their
-thresholds, through the registered scorers.
+"""The rhetoric classifiers on gold units: evaluated on DocBins and their
+thresholds tuned there, through the registered scorers.
 
 The pipeline runs on docs with the gold words (and, by default, gold
 sentence starts), as CERD and the PSE-I baselines are evaluated on gold
-tokenisation (DESIGN §2). The scorers themselves
-(:mod:`spacy_rhetoric.scorers`) only take examples and return dicts.
+tokenisation (DESIGN §2): figures of this module are upper bounds, labelled
+so; the evaluation of record is the raw path
+(:mod:`spacy_rhetoric.evaluation.raw_path`), whose tuning chooses the
+shipped thresholds. The scorers themselves (:mod:`spacy_rhetoric.scorers`)
+only take examples and return dicts.
 """
 from __future__ import annotations
 
@@ -12,34 +15,14 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from spacy.language import Language
-from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from ..corpora.readers import gold_word_example
 from ..analysis.loading import load_pipeline
+from ..corpora.readers import gold_word_example
+from ..evaluation.util import THRESHOLD_GRID, apply_component, read_references
 from ..scorers.classification import score_rhetoric_classification
 from ..scorers.components import score_rhetoric_components
 
-
-
-def apply_component(proc: Any, docs: List[Doc], batch_size: Optional[int] = None) -> List[Doc]:
-    """Run one pipeline component over ``docs``; rule-based components
-    without ``pipe`` (``clause_segmenter``) are called doc by doc."""
-    if hasattr(proc, "pipe"):
-        return list(proc.pipe(docs) if batch_size is None else proc.pipe(docs, batch_size=batch_size))
-    return [proc(d) for d in docs]
-
-
-def read_references(data: Path, nlp: Language, limit: int = 0) -> List[Doc]:
-    """Non-empty reference docs of a DocBin (at most ``limit`` if > 0).
-    Raises ValueError naming the file when it has no docs."""
-    docs = [d for d in DocBin().from_disk(data).get_docs(nlp.vocab) if len(d)]
-    if limit:
-        docs = docs[:limit]
-    if not docs:
-        raise ValueError(f"{data}: no non-empty docs")
-    return docs
 
 
 def evaluate_rhetoric(
@@ -67,9 +50,6 @@ def evaluate_rhetoric(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(scores, indent=2, ensure_ascii=False), encoding="utf8")
     return scores
-
-
-THRESHOLD_GRID = tuple(round(0.1 + 0.05 * i, 2) for i in range(15))  # 0.10 ... 0.80
 
 
 def tune_thresholds(

@@ -43,7 +43,7 @@ from spacy.tokens import Doc, SpanGroup
 from spacy.training import Example
 
 from ..corpora.readers import gold_word_example
-from ..evaluation.rhetoric import read_references
+from ..evaluation.util import read_references
 from ..spangroups import PARALLELISM_KEY, parallelism_offsets, set_parallelisms
 
 #: Paragraph-wise encoders (commit 9ccd4a2) -> the whole-doc ones they replaced.

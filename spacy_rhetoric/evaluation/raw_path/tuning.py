@@ -90,7 +90,7 @@ def tune_linker_bias_raw(
     without a ``parallelism_linker`` or without parallelism gold in ``devs``.
     """
     from ...analysis.records import doc_to_record, single_torch_thread
-    from ..rhetoric import apply_component
+    from ..util import apply_component
 
     name = "parallelism_linker"
     if name not in nlp.pipe_names:
@@ -139,7 +139,7 @@ def tune_thresholds_raw(
     parallelism on 787 of 2,262 simile test sentences). Returns ``{label: {"threshold", "f",
     "support", "grid"}}``. Raises ValueError without a ``rhetoric_textcat``.
     """
-    from ..rhetoric import THRESHOLD_GRID
+    from ..util import THRESHOLD_GRID
 
     grid = THRESHOLD_GRID if grid is None else grid
     gold = [g for dev in devs for g in dev]
@@ -173,7 +173,7 @@ def tune_component_thresholds_raw(
     device sentences. Labels with fewer than ``min_support`` dev spans keep
     the default. Returns ``{label: {"threshold", "f", "support", "grid"}}``.
     Raises ValueError without a ``rhetoric_components``."""
-    from ..rhetoric import THRESHOLD_GRID
+    from ..util import THRESHOLD_GRID
 
     grid = THRESHOLD_GRID if grid is None else grid
     gold = [g for dev in devs for g in dev]
