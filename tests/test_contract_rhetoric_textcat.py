@@ -97,7 +97,7 @@ def trained():
     """The pipeline overfitted on the inline examples, and its losses."""
     fix_random_seed(0)
     nlp = make_nlp()
-    history = train(nlp, NAME, make_examples(nlp), 60)
+    history = train(nlp, NAME, make_examples(nlp), 80)
     return nlp, history
 
 
