@@ -466,7 +466,7 @@ def bump_patch(version: str) -> str:
 def swap_component(
     target: Union[str, Path], source: Union[str, Path], name: str, *,
     cfg: Optional[Mapping[str, Any]] = None, lock: Union[str, Path, None] = None, poll_s: float = 5.0,
-    average_weight: Optional[float] = None,
+    average_weight: Optional[float] = None, version: Optional[str] = None,
 ) -> str:
     """Replace the component ``name`` of the pipeline folder ``target`` with
     the one of the trained pipeline ``source`` (:func:`add_component`, in
@@ -479,7 +479,9 @@ def swap_component(
     half-written pipeline and a change another process made to the other
     components is kept. ``lock``: a folder created with ``mkdir`` (atomic)
     and held meanwhile, retried every ``poll_s`` seconds until it can be
-    created; removed at the end, also on error. Returns the new version.
+    created; removed at the end, also on error. ``version``, when given, is
+    written to ``meta.json`` instead of the bumped patch version (a build
+    that rebuilds a released pipeline). Returns the new version.
     Raises ValueError as :func:`add_component`, or when ``name`` is not in
     ``target``; OSError when the folders cannot be written."""
     import shutil
@@ -510,7 +512,7 @@ def swap_component(
             own.update(cfg)
             srsly.write_json(fresh / name / "cfg", own)
         meta = srsly.read_json(fresh / "meta.json")
-        meta["version"] = bump_patch(meta["version"])
+        meta["version"] = version if version is not None else bump_patch(meta["version"])
         srsly.write_json(fresh / "meta.json", meta)
         spacy.load(fresh)  # the swapped-in pipeline loads
         target.rename(old)

@@ -201,6 +201,25 @@ def test_component_overfits_inline_examples_and_round_trips(tmp_path):
     assert len(doc.spans[FIGURATIVE_UNITS_KEY]) == len(doc.spans["clauses"])
 
 
+def test_add_to_pipeline_bumps_the_patch_or_writes_the_given_version(tmp_path):
+    """add-figurative-units bumps the target's patch version; a build that
+    rebuilds a released pipeline passes the version it ships."""
+    from spacy_rhetoric.ml.figurative_training import add_to_pipeline
+
+    source = _contract_nlp()
+    source.initialize(lambda: _examples(source))
+    source.to_disk(tmp_path / "source")
+    target = spacy.blank("zh")
+    target.add_pipe("clause_segmenter")
+    target.meta["version"] = "0.4.4"
+    target.to_disk(tmp_path / "target")
+    assert add_to_pipeline(tmp_path / "source", tmp_path / "target") == "0.4.5"
+    assert add_to_pipeline(tmp_path / "source", tmp_path / "target", version="0.4.8") == "0.4.8"
+    loaded = spacy.load(tmp_path / "target")
+    assert loaded.pipe_names == ["clause_segmenter", "figurative_units"] and loaded.meta["version"] == "0.4.8"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["source", "target"]
+
+
 def test_component_needs_clauses_and_leaves_empty_docs_alone():
     nlp = _contract_nlp()
     examples = _examples(nlp)

@@ -166,6 +166,21 @@ def test_swap_component_replaces_one_component_under_the_lock(tmp_path: Path):
     assert not lock.exists()
 
 
+def test_swap_component_writes_the_given_version_instead_of_bumping(tmp_path: Path):
+    from spacy_rhetoric.packaging import swap_component
+
+    target = spacy.blank("zh")
+    target.add_pipe("sentencizer", config={"punct_chars": ["。"]})
+    target.meta["version"] = "0.4.4"
+    target.to_disk(tmp_path / "target")
+    source = spacy.blank("zh")
+    source.add_pipe("sentencizer", config={"punct_chars": ["！"]})
+    source.to_disk(tmp_path / "source")
+    assert swap_component(tmp_path / "target", tmp_path / "source", "sentencizer", version="0.4.9") == "0.4.9"
+    nlp = spacy.load(tmp_path / "target")
+    assert nlp.meta["version"] == "0.4.9" and [s.text for s in nlp("花开了！花落了。").sents] == ["花开了！", "花落了。"]
+
+
 #: Short parallelisms of three or more comma-separated clauses in one
 #: sentence, written for this test (none is from a corpus the pipelines
 #: were trained or chosen on).

@@ -95,10 +95,12 @@ def swap_component_cmd(
     cfg: List[str] = typer.Option([], "--cfg", help="KEY=JSON value set in the component's cfg (repeatable), e.g. o_bias=0.2"),
     lock: Optional[Path] = typer.Option(None, "--lock", help="Folder created with mkdir and held while the pipeline is rewritten (retried until free)"),
     average: Optional[float] = typer.Option(None, "--average", min=0.0, max=1.0, help="Combine the component with the source's instead of replacing it, the source's share (average-classifiers)"),
+    version: Optional[str] = typer.Option(None, "--version", help="Write this version to the meta instead of bumping the patch"),
 ) -> None:
     """Replace one component of a pipeline folder with a trained one (or
     combine the two), reading the pipeline as it is now, and bump its patch
-    version; the new folder is written beside it and swapped in."""
+    version (or set --version); the new folder is written beside it and
+    swapped in."""
     import json
 
     from wasabi import msg
@@ -115,7 +117,7 @@ def swap_component_cmd(
         except json.JSONDecodeError:
             msg.fail(f"--cfg {item!r}: the value is not JSON", exits=1)
     try:
-        version = swap_component(target, source, name, cfg=values, lock=lock, average_weight=average)
+        version = swap_component(target, source, name, cfg=values, lock=lock, average_weight=average, version=version)
     except (OSError, ValueError) as err:
         msg.fail(str(err), exits=1)
     msg.good(f"{target}: {name} from {source}, version {version}")
@@ -208,13 +210,15 @@ def train_figurative_units_cmd(
 def add_figurative_units_cmd(
     source: Path = typer.Argument(..., exists=True, file_okay=False, help="A pipeline holding the trained figurative_units"),
     target: Path = typer.Argument(..., exists=True, file_okay=False, help="The shipped pipeline to add it to (read from disk now)"),
+    version: Optional[str] = typer.Option(None, "--version", help="Write this version to the meta instead of bumping the patch"),
 ) -> None:
     """Add (or replace) figurative_units in TARGET, sourced from SOURCE; the
     other components are left as they are on disk. Saves to a temporary
-    folder beside TARGET, then swaps it in, and bumps the patch version."""
+    folder beside TARGET, then swaps it in, and bumps the patch version (or
+    sets --version)."""
     from ..ml.figurative_training import add_to_pipeline
 
-    version = add_to_pipeline(source, target)
+    version = add_to_pipeline(source, target, version=version)
     typer.echo(f"{target}: figurative_units added, version {version}")
 
 

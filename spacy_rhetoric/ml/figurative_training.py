@@ -142,7 +142,7 @@ def bump_patch(version: str) -> str:
     return version + ".1"
 
 
-def add_to_pipeline(source: Union[str, Path], target: Union[str, Path], name: str = NAME) -> str:
+def add_to_pipeline(source: Union[str, Path], target: Union[str, Path], name: str = NAME, version: Optional[str] = None) -> str:
     """Add (or replace) component ``name`` of the pipeline at ``source`` to
     the pipeline at ``target``, last in its pipeline, touching nothing else:
     the other components' files stay byte for byte as they are on disk now
@@ -152,8 +152,9 @@ def add_to_pipeline(source: Union[str, Path], target: Union[str, Path], name: st
     ``target/name/`` (the component without its vocab), the ``nlp.pipeline``
     list and ``[components.name]`` block of ``config.cfg`` (from the
     source's config) and ``meta.json`` (component lists, labels, patch
-    version bumped). The new pipeline is built in a copy beside ``target``,
-    loaded once as a check, then swapped in. Returns the new version."""
+    version bumped, or set to ``version`` when given). The new pipeline is
+    built in a copy beside ``target``, loaded once as a check, then swapped
+    in. Returns the new version."""
     import shutil
     import tempfile
 
@@ -175,7 +176,7 @@ def add_to_pipeline(source: Union[str, Path], target: Union[str, Path], name: st
     meta = srsly.read_json(target / "meta.json")
     if "figurative units" not in meta.get("description", ""):
         meta["description"] = meta.get("description", "").rstrip(". ") + "; ConFiguRe figurative units (12 figure types)."
-    meta["version"] = bump_patch(meta.get("version", "0.0.0"))
+    meta["version"] = version if version is not None else bump_patch(meta.get("version", "0.0.0"))
     for key in ("pipeline", "components"):
         if key in meta:
             meta[key] = [p for p in meta[key] if p != name] + [name]
