@@ -47,8 +47,8 @@ from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from .io import InputDoc
 from ..errors import Errors
+from .io import InputDoc
 from .pieces import PIECE_CHARS, Normalized, merge_bodies, normalize_line_endings, piece_bounds
 from .records import RECORD_BODY_KEY, body_to_record, error_record, model_info, record_body, single_torch_thread, too_long_message
 

@@ -17,11 +17,11 @@ from typing import Any, Dict, Iterator, List, Optional
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
-from .io import InputDoc
 from ..annotation import COMPONENTS_KEY, ParagraphClipper, sentence_spans
-from .render import render_essay
 from ..spangroups import PARALLELISM_KEY, parallelism_groups
 from ..taxonomy import LEVELS, LITERAL
+from .io import InputDoc
+from .render import render_essay
 
 SCHEMA = "spacy-rhetoric/analysis/v1"
 #: ``doc.user_data`` key of the :func:`record_body` that the

@@ -30,13 +30,13 @@ from ..annotation import ParagraphClipper, annotated_labels, same_tokens
 from spacy.errors import Errors as SpacyErrors
 
 from ..errors import Errors
-from ..ml.crf import Mask, crf_decode, crf_loss
-from ..ml.parallelism_tagger import predict_by_paragraph  # also registers ParallelismTagger.v1
 from ..ml.batching import length_batches
+from ..ml.crf import Mask, crf_decode, crf_loss
 from ..ml.paragraphs import cut, paragraph_bounds
+from ..ml.parallelism_tagger import predict_by_paragraph  # also registers ParallelismTagger.v1
+from ..ml.tagging import TagScheme, parse_tag
 from ..scorers.parallelism import score_parallelism
 from ..spangroups import IN_PARAGRAPH, PARALLELISM_KEY, parallelism_offsets, set_parallelisms
-from ..ml.tagging import TagScheme, parse_tag
 
 DEFAULT_MODEL_CONFIG = """
 [model]

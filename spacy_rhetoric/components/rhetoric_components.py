@@ -32,9 +32,9 @@ from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..annotation import COMPONENTS_KEY, ParagraphClipper, annotated_components
 from ..errors import Errors
-from .parallelism_markers import marker_spans
 from ..scorers.components import score_rhetoric_components
 from ..taxonomy import COMPONENT_LABELS
+from .parallelism_markers import marker_spans
 from .rhetoric_textcat import DEFAULT_MODEL_CONFIG
 
 MARKER = "parallelism_marker"

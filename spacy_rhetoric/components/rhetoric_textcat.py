@@ -37,10 +37,10 @@ from ..annotation import (
     sentence_spans,
 )
 from ..errors import Errors
+from ..extensions import SCORES  # importing it registers Span._.rhetoric
 from ..scorers.classification import score_rhetoric_classification
 from ..spangroups import CROSS_PARAGRAPH, IN_PARAGRAPH, parallelism_groups
 from ..taxonomy import LEVELS, LITERAL, children
-from ..extensions import SCORES  # importing it registers Span._.rhetoric
 
 #: The coarse device the linker rule sets (see :class:`RhetoricTextCategorizer`).
 PARALLELISM = "parallelism"

@@ -23,8 +23,8 @@ import numpy
 from spacy.language import Language
 from spacy.tokens import Doc, Span, SpanGroup
 
-from ..annotation import COMPONENTS_KEY, LEVEL_SPAN_KEYS, mark_one_sentence, sentence_spans
 from .. import extensions  # noqa: F401  registers Span._.rhetoric
+from ..annotation import COMPONENTS_KEY, LEVEL_SPAN_KEYS, mark_one_sentence, sentence_spans
 
 COMPARATOR_CHAR = "像"
 FUNCTION_WORDS = frozenset(

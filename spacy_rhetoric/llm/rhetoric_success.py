@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..analysis.records import doc_to_record
 from ..analysis.loading import load_pipeline
+from ..analysis.records import doc_to_record
 from ..analysis.render import devices_of
 from ..taxonomy import LITERAL, OBJECT_COMPONENT
 

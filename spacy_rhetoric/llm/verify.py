@@ -67,11 +67,11 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tup
 
 from spacy.util import registry
 
-from .rhetoric_success import object_matches
 from ..analysis.render import devices_of
 from ..errors import Errors
 from ..taxonomy import COARSE_ZH, COMPONENTS, OBJECT_COMPONENT
 from .completion import join_sentences
+from .rhetoric_success import object_matches
 
 #: Marks that end a clause (the clause segmenter's clause and sentence
 #: punctuation, the enumeration comma and line breaks).

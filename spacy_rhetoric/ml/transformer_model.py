@@ -37,9 +37,9 @@ from spacy.util import registry
 from thinc.api import Model
 
 from ..errors import Errors
+from ..runtime.threads import encoder_threads, torch_threads
 from .batching import length_batches
 from .quantized_transformer import on_cpu, quantized_copy
-from ..runtime.threads import encoder_threads, torch_threads
 
 #: Fields of a Hugging Face model output that are (rows, length, width).
 _PER_POSITION = ("last_hidden_state", "hidden_states")

@@ -28,9 +28,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence, Tuple
 
 from ..llm.records import RGRecord
+from ..llm.rhetoric_success import object_matches
 from ..llm.verify import SCORED_SPANS, in_context, pipeline_analyser, verify_record
 from ..taxonomy import OBJECT_COMPONENT
-from ..llm.rhetoric_success import object_matches
 
 #: Thresholds tried: 0.05 to 0.50 in steps of 0.05.
 GRID: Tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 11))

@@ -79,6 +79,10 @@ from .gold import (
     read_pse_original,
     read_simile_gold,
 )
+from .report import (
+    evaluate_raw,
+    headline_rows,
+)
 from .scoring import (
     align_records,
     assign_sentences,
@@ -108,10 +112,6 @@ from .tuning import (
     tune_component_thresholds_raw,
     tune_linker_bias_raw,
     tune_thresholds_raw,
-)
-from .report import (
-    evaluate_raw,
-    headline_rows,
 )
 
 __all__ = [

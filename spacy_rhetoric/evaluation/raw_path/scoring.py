@@ -15,10 +15,10 @@ from spacy.language import Language
 from spacy.scorer import PRFScore
 from spacy.tokens import Doc
 
-from ...taxonomy import LEVELS, LITERAL
 from ...scorers.classification import set_scores
 from ...scorers.parallelism import score_groups
 from ...spangroups import CROSS_PARAGRAPH, IN_PARAGRAPH
+from ...taxonomy import LEVELS, LITERAL
 from .gold import CONFIGURE_DEVICES, Char, GoldDoc, GoldUnit
 
 
