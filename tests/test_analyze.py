@@ -1,4 +1,4 @@
-"""The ``analyze`` command and library (issue 7, part 3) on real PSE-I essays,
+"""The ``analyze`` command and library on real PSE-I essays,
 with the small assembled pipeline of ``tests/tiny_pipeline.py``."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``analyze`` at batch scale (issue 12): encodings, error records, exit code
+"""``analyze`` at batch scale: encodings, error records, exit code
 and summary line, ``--resume``, crash-safe output, unique ids.
 
 Texts come from real PSE-I test essays; the pipeline is the small

@@ -1,4 +1,4 @@
-"""``analyze --engine ray`` gives the records of the local engine (issue 12).
+"""``analyze --engine ray`` gives the records of the local engine.
 
 Runs the shipped pipeline ``pipelines/zh_rhetoric`` on four real PSE-I test
 essays (three as XML, one as GBK text), a binary file (an error record

@@ -1,6 +1,6 @@
 """The array-based fast paths give what the plain per-token definitions give.
 
-Each fast path (issue 24) is checked against the straightforward code it
+Each fast path is checked against the straightforward code it
 replaced, written out here as the reference, on random text with line
 breaks, carriage returns and spaces, and on real PSE-I essays.
 """

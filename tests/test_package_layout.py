@@ -10,7 +10,7 @@ The rules:
   ``spacy_rhetoric.research`` imports it, except the command line, which
   exposes the studies' commands and imports them only inside those commands
   (so ``rhetoric --help`` and a core install never load them);
-- no circle between parts (a module-level circle is ``test_imports.py``'s);
+- no circle between parts, nor between modules;
 - the package root holds exactly the parts listed in ``ROOT``, so a new
   loose module is a decision made here, not an accident;
 - ``packaging`` (building pipeline folders) is imported only by the command
@@ -181,6 +181,15 @@ def test_nothing_outside_research_imports_research():
 
 def test_no_circle_between_subpackages():
     assert find_circle(part_graph(module_graph())) == []
+
+
+def test_no_circle_between_modules():
+    """A module may import down or sideways, never back up a path that leads
+    to itself (at module level or inside a function)."""
+    graph = module_graph()
+    assert f"{NAME}.analysis.records" in graph[f"{NAME}.analysis.driver"]
+    circle = find_circle(graph)
+    assert not circle, " -> ".join(circle)
 
 
 def test_package_root_holds_exactly_the_listed_parts():

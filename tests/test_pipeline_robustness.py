@@ -1,4 +1,4 @@
-"""Robustness of the assembled pipeline (issue 7, part 5).
+"""Robustness of the assembled pipeline.
 
 The pipeline is the small one of ``tests/tiny_pipeline.py``: real components
 (pkuseg tokenizer, clause segmenter, rhetoric_textcat, rhetoric_components,

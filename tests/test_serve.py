@@ -1,4 +1,4 @@
-"""``rhetoric serve`` in process (issue 13): every status of the API with
+"""``rhetoric serve`` in process: every status of the API with
 FastAPI's TestClient over the shipped pipeline ``pipelines/zh_rhetoric``,
 the shared renderer (``spacy_rhetoric.analysis.render``), the page's files.
 The real server, the load test and the browser tests are in

@@ -1,4 +1,4 @@
-"""``rhetoric serve`` as users run it (issue 13): the real command
+"""``rhetoric serve`` as users run it: the real command
 (``python -m spacy_rhetoric serve``, uvicorn on 127.0.0.1 at a free port)
 over the shipped pipeline, with a generator whose OpenAI-compatible backend
 is the project's fake server (tests/fake_openai.py).

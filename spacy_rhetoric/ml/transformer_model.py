@@ -25,8 +25,8 @@ caller set (:func:`spacy_rhetoric.runtime.threads.encoder_threads`).
 In training the gradients flow back through the regrouping to the same
 parameters, so an update is TransformerModel.v3's up to rounding (dropout
 aside); one update of the shipped pipeline on PSE-I CERD batches of 1,500
-words took about 3 s instead of 5-13 s on this CPU (ad hoc, 6 updates
-each). The int8 copy is for prediction only.
+words took about 3 s instead of 5-13 s on this CPU (6 updates
+each, timed once). The int8 copy is for prediction only.
 """
 from __future__ import annotations
 

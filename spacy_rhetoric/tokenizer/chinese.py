@@ -37,7 +37,7 @@ class ChineseTokenizer(SpacyChineseTokenizer):
     computed by :class:`~spacy_rhetoric.tokenizer.pkuseg_features.PkusegFeatures`
     and its post-processing by :class:`~spacy_rhetoric.tokenizer.pkuseg_merges.WordMerges`:
     the same words, 2.6x as fast (the tokenizer alone on the 42 PSE-I test
-    essays: 59,949 → 155,847 chars/s, `benchmark pipeline`; issue #24). The char and
+    essays: 59,949 → 155,847 chars/s, `benchmark pipeline`). The char and
     jieba segmenters, and a pkuseg model the tables cannot reproduce, run
     spaCy's code unchanged.
     """

@@ -4,7 +4,7 @@ once.
 Why: spacy-pkuseg builds the features of each character by concatenating
 and hashing some 70 strings (``feature_extractor.pyx``,
 ``__get_node_features_idx``): 80% of its segmentation time, and a third of
-``zh_rhetoric``'s time per essay (issue #24). Here each string is looked up
+``zh_rhetoric``'s time per essay. Here each string is looked up
 once per text: the characters get integer ids, every substring of 2 to 6
 characters is hashed with arrays and only those whose hash is a word's
 (about 7% in essays) are looked up in the word list, and the feature of a pair

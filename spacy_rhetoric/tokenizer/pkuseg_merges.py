@@ -6,7 +6,7 @@ words whose concatenation is in its word lists (``common_words``, and
 ``other_words`` unless every part is listed itself). Its
 ``post_process`` builds and looks up every run of every length, pass by
 pass: a sixth of the tokenizer's time on essays, though few runs are
-listed (498 of 133,711 in the 42 PSE-I test essays; issue #24).
+listed (498 of 133,711 in the 42 PSE-I test essays).
 
 Here the runs of 2 to 7 words of all the word lists of a batch are hashed
 with arrays (:class:`~spacy_rhetoric.tokenizer.substring_hashes.SubstringHashes`),
