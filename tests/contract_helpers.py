@@ -12,18 +12,29 @@ spaCy's own pipeline tests (``spacy/tests/pipeline/test_spancat.py``:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pytest
 import spacy
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
-from spacy.util import registry
+from spacy.util import fix_random_seed, registry
 
 #: Output summary of one processed doc (spans, labels, probabilities): what
 #: two pipelines must agree on.
 Output = Callable[[Doc], Any]
+#: Small widths for the default ``spacy.Tok2Vec.v2`` (MultiHashEmbed and
+#: MaxoutWindowEncoder) of the contract pipelines that train one.
+SMALL_TOK2VEC = {"embed": {"width": 32, "rows": [500, 200, 200]}, "encode": {"width": 32, "depth": 1}}
+#: Inputs of a pipeline: strings, or a function returning fresh Docs for a
+#: given pipeline (e.g. of given words).
+Texts = Union[Sequence[str], Callable[[Language], List[Doc]]]
+
+
+def _docs(nlp: Language, texts: Texts) -> List[Doc]:
+    """``nlp.pipe`` over ``texts`` (strings, or a function giving Docs for ``nlp``)."""
+    return list(nlp.pipe(texts(nlp) if callable(texts) else list(texts)))
 
 
 def train(
@@ -44,6 +55,49 @@ def train(
     return history
 
 
+def overfit(
+    make_nlp: Callable[[], Language],
+    make_examples: Callable[[Language], List[Example]],
+    name: str,
+    n_iter: int,
+    learn_rate: Optional[float] = None,
+    **update_kwargs,
+) -> Tuple[Language, List[float]]:
+    """A fresh pipeline from ``make_nlp()`` after ``fix_random_seed(0)``,
+    trained by :func:`train` on ``make_examples(nlp)``; returns the pipeline
+    and ``name``'s loss per update (what the modules' ``trained`` fixtures
+    hold)."""
+    fix_random_seed(0)
+    nlp = make_nlp()
+    return nlp, train(nlp, name, make_examples(nlp), n_iter, learn_rate, **update_kwargs)
+
+
+def initialized(nlp: Language, name: str, make_examples: Callable[[Language], List[Example]]):
+    """``nlp.initialize`` on ``make_examples(nlp)``; returns the component
+    ``name`` (whose labels the examples set)."""
+    nlp.initialize(lambda: make_examples(nlp))
+    return nlp.get_pipe(name)
+
+
+def assert_overfits(
+    nlp: Language,
+    texts: Texts,
+    found: Output,
+    gold: Iterable[Any],
+    examples: Iterable[Example],
+    score_keys: Iterable[str],
+) -> Dict[str, Any]:
+    """``found(doc)`` of ``nlp``'s doc for each of ``texts`` equals the
+    matching entry of ``gold``, and ``nlp.evaluate`` on ``examples`` gives
+    1.0 for each of ``score_keys``. Returns the scores."""
+    for doc, expected in zip(_docs(nlp, texts), gold):
+        assert found(doc) == expected, doc.text
+    scores = nlp.evaluate(list(examples))
+    for key in score_keys:
+        assert scores[key] == 1.0, key
+    return scores
+
+
 def assert_loss_falls(history: Sequence[float], factor: float = 0.1) -> None:
     """The last loss is below ``factor`` times the first, and the loss of
     the second update is already below the first (the first update moved
@@ -53,9 +107,15 @@ def assert_loss_falls(history: Sequence[float], factor: float = 0.1) -> None:
     assert history[-1] < factor * history[0], (history[0], history[-1])
 
 
-def assert_round_trips(
-    nlp: Language, texts: Union[Sequence[str], Callable[[Language], List[Doc]]], output: Output, tmp_path: Path
-) -> None:
+def assert_initialize_changes_nothing(nlp: Language, texts: Texts, output: Output) -> None:
+    """``nlp.initialize()`` without examples leaves ``nlp``'s output on
+    ``texts`` as it was (for components that learn nothing)."""
+    before = [output(doc) for doc in _docs(nlp, texts)]
+    nlp.initialize()
+    assert [output(doc) for doc in _docs(nlp, texts)] == before
+
+
+def assert_round_trips(nlp: Language, texts: Texts, output: Output, tmp_path: Path) -> None:
     """``nlp``'s output on ``texts`` (strings, or a function returning fresh
     Docs for a pipeline, e.g. of given words) is the same after
 
@@ -64,17 +124,16 @@ def assert_round_trips(
     - the components' own ``to_bytes``/``from_bytes`` and
       ``to_disk``/``from_disk`` into fresh components of that pipeline.
     """
-    inputs = texts if callable(texts) else lambda pipeline: list(texts)
-    before = [output(doc) for doc in nlp.pipe(inputs(nlp))]
+    before = [output(doc) for doc in _docs(nlp, texts)]
 
     nlp.to_disk(tmp_path / "pipeline")
     from_disk = spacy.load(tmp_path / "pipeline")
     assert from_disk.pipe_names == nlp.pipe_names
-    assert [output(doc) for doc in from_disk.pipe(inputs(from_disk))] == before
+    assert [output(doc) for doc in _docs(from_disk, texts)] == before
 
     from_bytes = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
     from_bytes.from_bytes(nlp.to_bytes())
-    assert [output(doc) for doc in from_bytes.pipe(inputs(from_bytes))] == before
+    assert [output(doc) for doc in _docs(from_bytes, texts)] == before
 
     by_bytes = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
     by_disk = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
@@ -83,8 +142,8 @@ def assert_round_trips(
             by_bytes.get_pipe(name).from_bytes(pipe.to_bytes())
             pipe.to_disk(tmp_path / f"component_{name}")
             by_disk.get_pipe(name).from_disk(tmp_path / f"component_{name}")
-    assert [output(doc) for doc in by_bytes.pipe(inputs(by_bytes))] == before
-    assert [output(doc) for doc in by_disk.pipe(inputs(by_disk))] == before
+    assert [output(doc) for doc in _docs(by_bytes, texts)] == before
+    assert [output(doc) for doc in _docs(by_disk, texts)] == before
 
 
 def assert_scorer_keys(nlp: Language, name: str, examples: Iterable[Example], scorer_name: str) -> Dict[str, Any]:
@@ -100,6 +159,17 @@ def assert_scorer_keys(nlp: Language, name: str, examples: Iterable[Example], sc
     scores = nlp.evaluate(list(examples))
     assert documented <= set(scores), sorted(documented - set(scores))
     return scores
+
+
+def assert_needs_initialize(nlp: Language, name: str, text: str, match: Optional[str] = "E109"):
+    """An uninitialized ``nlp`` refuses ``text`` with a ValueError (matching
+    ``match``; spaCy's E109 for an unset model), and the component ``name``
+    passes :func:`assert_initialize_checks_get_examples`. Returns it."""
+    with pytest.raises(ValueError, match=match):
+        nlp(text)
+    pipe = nlp.get_pipe(name)
+    assert_initialize_checks_get_examples(pipe, nlp)
+    return pipe
 
 
 def assert_initialize_checks_get_examples(pipe, nlp: Language) -> None:

@@ -15,7 +15,7 @@ import spacy
 from spacy.tokens import Doc
 from thinc.api import ConfigValidationError
 
-from contract_helpers import assert_round_trips
+from contract_helpers import assert_initialize_changes_nothing, assert_round_trips
 from spacy_rhetoric import doc_to_record
 
 NAME = "rhetoric_analysis_record"
@@ -39,10 +39,7 @@ def record(doc: Doc):
 
 
 def test_analysis_record_initialize_changes_nothing():
-    nlp = make_nlp()
-    before = [record(doc) for doc in nlp.pipe(TEXTS)]
-    nlp.initialize()
-    assert [record(doc) for doc in nlp.pipe(TEXTS)] == before
+    assert_initialize_changes_nothing(make_nlp(), TEXTS, record)
 
 
 def test_slim_docs_give_the_full_docs_records_and_carry_less():

@@ -15,14 +15,14 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
-from spacy.util import fix_random_seed
 
 from contract_helpers import (
     assert_initialize_checks_get_examples,
     assert_loss_falls,
+    assert_overfits,
     assert_round_trips,
     assert_scorer_keys,
-    train,
+    overfit,
 )
 from spacy_rhetoric import parallelisms, set_parallelisms
 
@@ -77,10 +77,7 @@ def output(doc: Doc):
 
 @pytest.fixture(scope="module")
 def trained():
-    fix_random_seed(0)
-    nlp = make_nlp()
-    history = train(nlp, NAME, make_examples(nlp), 100, learn_rate=0.01, annotates=["clause_segmenter"])
-    return nlp, history
+    return overfit(make_nlp, make_examples, NAME, 100, learn_rate=0.01, annotates=["clause_segmenter"])
 
 
 def test_cross_paragraph_linker_update_lowers_the_loss(trained):
@@ -90,10 +87,9 @@ def test_cross_paragraph_linker_update_lowers_the_loss(trained):
 
 def test_cross_paragraph_linker_overfits_the_inline_examples(trained):
     nlp, _ = trained
-    for doc, (paragraphs, groups) in zip(nlp.pipe(TEXTS), TRAIN_DATA):
-        assert branch_texts(doc) == gold_texts(paragraphs, groups), doc.text
-    scores = nlp.evaluate(make_examples(nlp))
-    assert scores["cross_paragraph_link_f"] == scores["cross_paragraph_group_f"] == 1.0
+    gold = [gold_texts(paragraphs, groups) for paragraphs, groups in TRAIN_DATA]
+    keys = ["cross_paragraph_link_f", "cross_paragraph_group_f"]
+    assert_overfits(nlp, TEXTS, branch_texts, gold, make_examples(nlp), keys)
 
 
 def test_cross_paragraph_linker_round_trips_to_disk_and_bytes(trained, tmp_path):

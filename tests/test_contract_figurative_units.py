@@ -15,14 +15,15 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
-from spacy.util import fix_random_seed
 
 from contract_helpers import (
-    assert_initialize_checks_get_examples,
     assert_loss_falls,
+    assert_needs_initialize,
+    assert_overfits,
     assert_round_trips,
     assert_scorer_keys,
-    train,
+    initialized,
+    overfit,
 )
 
 NAME = "figurative_units"
@@ -75,16 +76,11 @@ def output(doc: Doc):
 
 @pytest.fixture(scope="module")
 def trained():
-    fix_random_seed(0)
-    nlp = make_nlp()
-    history = train(nlp, NAME, make_examples(nlp), 60, learn_rate=0.01)
-    return nlp, history
+    return overfit(make_nlp, make_examples, NAME, 60, learn_rate=0.01)
 
 
 def test_figurative_units_initialize_takes_the_typed_bio_tags():
-    nlp = make_nlp()
-    nlp.initialize(lambda: make_examples(nlp))
-    labels = nlp.get_pipe(NAME).labels
+    labels = initialized(make_nlp(), NAME, make_examples).labels
     # O, then B-X and I-X for each of the 12 figure types
     assert len(labels) == 25 and labels[0] == "O"
     assert {"B-metaphor", "I-metaphor", "B-repetition", "I-quote"} <= set(labels)
@@ -97,10 +93,9 @@ def test_figurative_units_update_lowers_the_loss(trained):
 
 def test_figurative_units_overfits_the_inline_examples(trained):
     nlp, _ = trained
-    for doc, (_, gold) in zip(nlp.pipe(TEXTS), TRAIN_DATA):
-        assert units(doc) == gold, doc.text
-    scores = nlp.evaluate(make_examples(nlp))
-    assert scores["figurative_units_recognition_f"] == scores["figurative_units_extraction_f"] == 1.0
+    gold = [expected for _, expected in TRAIN_DATA]
+    keys = ["figurative_units_recognition_f", "figurative_units_extraction_f"]
+    assert_overfits(nlp, TEXTS, units, gold, make_examples(nlp), keys)
 
 
 def test_figurative_units_round_trips_to_disk_and_bytes(trained, tmp_path):
@@ -116,10 +111,8 @@ def test_figurative_units_scorer_returns_its_documented_keys(trained):
 
 def test_figurative_units_needs_initialize_and_a_doc_with_clauses():
     nlp = make_nlp()
-    with pytest.raises(ValueError):
-        nlp("月亮像一只小船，挂在天上。")
-    pipe = nlp.get_pipe(NAME)
-    assert_initialize_checks_get_examples(pipe, nlp)
+    # no E109 here: the clause features need the model's widths first
+    pipe = assert_needs_initialize(nlp, NAME, "月亮像一只小船，挂在天上。", match=None)
     # docs the clause_segmenter has not run on have no clauses to tag
     with pytest.raises(ValueError, match="clause_segmenter"):
         pipe.initialize(lambda: [Example(nlp.make_doc(t), nlp.make_doc(t)) for t in TEXTS], nlp=nlp)

@@ -14,14 +14,16 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
-from spacy.util import fix_random_seed
 
 from contract_helpers import (
-    assert_initialize_checks_get_examples,
+    SMALL_TOK2VEC,
     assert_loss_falls,
+    assert_needs_initialize,
+    assert_overfits,
     assert_round_trips,
     assert_scorer_keys,
-    train,
+    initialized,
+    overfit,
 )
 from spacy_rhetoric import parallelisms, set_parallelisms
 
@@ -36,13 +38,7 @@ TRAIN_DATA: List[Tuple[str, List[List[str]]]] = [
     ("他是一个好学生，大家都喜欢他。", []),
 ]
 TEXTS = [text for text, _ in TRAIN_DATA]
-SMALL = {
-    "model": {
-        "hidden_width": 32,
-        "dropout": 0.0,
-        "tok2vec": {"embed": {"width": 32, "rows": [500, 200, 200]}, "encode": {"width": 32, "depth": 1}},
-    }
-}
+SMALL = {"model": {"hidden_width": 32, "dropout": 0.0, "tok2vec": SMALL_TOK2VEC}}
 
 
 @pytest.fixture(autouse=True)
@@ -91,16 +87,11 @@ def output(doc: Doc):
 
 @pytest.fixture(scope="module")
 def trained():
-    fix_random_seed(0)
-    nlp = make_nlp()
-    history = train(nlp, NAME, make_examples(nlp), 60)
-    return nlp, history
+    return overfit(make_nlp, make_examples, NAME, 60)
 
 
 def test_parallelism_linker_initialize_takes_the_tags_of_the_examples():
-    nlp = make_nlp()
-    nlp.initialize(lambda: make_examples(nlp))
-    labels = nlp.get_pipe(NAME).labels
+    labels = initialized(make_nlp(), NAME, make_examples).labels
     assert {"O", "B", "I"} <= set(labels)
     # the two later branches of each parallelism link back to the branch before
     assert any(tag.startswith("J") for tag in labels), labels
@@ -113,11 +104,9 @@ def test_parallelism_linker_update_lowers_the_loss(trained):
 
 def test_parallelism_linker_overfits_the_inline_examples(trained):
     nlp, _ = trained
-    for doc, (_, groups) in zip(nlp.pipe(TEXTS), TRAIN_DATA):
-        assert branch_texts(doc) == groups, doc.text
-    scores = nlp.evaluate(make_examples(nlp))
-    for metric in ("epm", "mpbm", "mbawo", "mwo"):
-        assert scores[f"parallelism_{metric}_f"] == 1.0, metric
+    gold = [groups for _, groups in TRAIN_DATA]
+    metrics = ("epm", "mpbm", "mbawo", "mwo")
+    assert_overfits(nlp, TEXTS, branch_texts, gold, make_examples(nlp), [f"parallelism_{m}_f" for m in metrics])
 
 
 def test_parallelism_linker_round_trips_to_disk_and_bytes(trained, tmp_path):
@@ -132,10 +121,7 @@ def test_parallelism_linker_scorer_returns_its_documented_keys(trained):
 
 def test_parallelism_linker_needs_initialize_and_a_document():
     nlp = make_nlp()
-    with pytest.raises(ValueError, match="E109"):
-        nlp("读书使人充实，思考使人深刻。")
-    linker = nlp.get_pipe(NAME)
-    assert_initialize_checks_get_examples(linker, nlp)
+    linker = assert_needs_initialize(nlp, NAME, "读书使人充实，思考使人深刻。")
     empty = [Example(nlp.make_doc(""), nlp.make_doc(""))]
     with pytest.raises(ValueError, match="R101"):
         linker.initialize(lambda: empty, nlp=nlp)

@@ -13,16 +13,18 @@ from typing import List, Tuple
 
 import pytest
 import spacy
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 from spacy.training import Example
-from spacy.util import fix_random_seed
 
 from contract_helpers import (
-    assert_initialize_checks_get_examples,
+    SMALL_TOK2VEC,
     assert_loss_falls,
+    assert_needs_initialize,
+    assert_overfits,
     assert_round_trips,
     assert_scorer_keys,
-    train,
+    initialized,
+    overfit,
 )
 
 NAME = "rhetoric_components"
@@ -40,12 +42,7 @@ TRAIN_DATA: List[Tuple[str, List[Tuple[str, str]]]] = [
     ("我们今天去公园散步。", []),
 ]
 TEXTS = [text for text, _ in TRAIN_DATA]
-SMALL = {
-    "model": {
-        "reducer": {"hidden_size": 32},
-        "tok2vec": {"embed": {"width": 32, "rows": [500, 200, 200]}, "encode": {"width": 32, "depth": 1}},
-    }
-}
+SMALL = {"model": {"reducer": {"hidden_size": 32}, "tok2vec": SMALL_TOK2VEC}}
 
 
 def make_nlp():
@@ -80,16 +77,11 @@ def output(doc: Doc):
 
 @pytest.fixture(scope="module")
 def trained():
-    fix_random_seed(0)
-    nlp = make_nlp()
-    history = train(nlp, NAME, make_examples(nlp), 60)
-    return nlp, history
+    return overfit(make_nlp, make_examples, NAME, 60)
 
 
 def test_rhetoric_components_initialize_takes_the_declared_labels():
-    nlp = make_nlp()
-    nlp.initialize(lambda: make_examples(nlp))
-    assert list(nlp.get_pipe(NAME).labels) == LABELS
+    assert list(initialized(make_nlp(), NAME, make_examples).labels) == LABELS
 
 
 def test_rhetoric_components_update_lowers_the_loss(trained):
@@ -99,10 +91,8 @@ def test_rhetoric_components_update_lowers_the_loss(trained):
 
 def test_rhetoric_components_overfits_the_inline_examples(trained):
     nlp, _ = trained
-    for doc, eg in zip(nlp.pipe(TEXTS), make_examples(nlp)):
-        assert triples(doc) == triples(eg.reference), doc.text
-    scores = nlp.evaluate(make_examples(nlp))
-    assert scores["rhetoric_components_f"] == 1.0
+    gold = [triples(eg.reference) for eg in make_examples(nlp)]
+    assert_overfits(nlp, TEXTS, triples, gold, make_examples(nlp), ["rhetoric_components_f"])
 
 
 def test_rhetoric_components_round_trips_to_disk_and_bytes(trained, tmp_path):
@@ -118,9 +108,7 @@ def test_rhetoric_components_scorer_returns_its_documented_keys(trained):
 
 def test_rhetoric_components_needs_initialize_and_labels():
     nlp = make_nlp()
-    with pytest.raises(ValueError, match="E109"):
-        nlp("弯弯的月亮像小船。")
-    assert_initialize_checks_get_examples(nlp.get_pipe(NAME), nlp)
+    assert_needs_initialize(nlp, NAME, "弯弯的月亮像小船。")
     # no example declares or holds any component: no label to learn
     examples = [Example(nlp.make_doc(text), reference(nlp, text, [], declared=[])) for text in TEXTS]
     with pytest.raises(ValueError, match="E143"):

@@ -14,14 +14,16 @@ import pytest
 import spacy
 from spacy.tokens import Doc, Span
 from spacy.training import Example
-from spacy.util import fix_random_seed
 
 from contract_helpers import (
-    assert_initialize_checks_get_examples,
+    SMALL_TOK2VEC,
     assert_loss_falls,
+    assert_needs_initialize,
+    assert_overfits,
     assert_round_trips,
     assert_scorer_keys,
-    train,
+    initialized,
+    overfit,
 )
 
 NAME = "rhetoric_textcat"
@@ -42,12 +44,7 @@ TRAIN_DATA: List[List[Tuple[str, Optional[Tuple[str, str, str]]]]] = [
     [("小花向我点头微笑。", PERSONIFICATION), ("爸爸每天七点起床。", LITERAL)],
 ]
 TEXTS = ["".join(s for s, _ in doc) for doc in TRAIN_DATA]
-SMALL = {
-    "model": {
-        "reducer": {"hidden_size": 32},
-        "tok2vec": {"embed": {"width": 32, "rows": [500, 200, 200]}, "encode": {"width": 32, "depth": 1}},
-    }
-}
+SMALL = {"model": {"reducer": {"hidden_size": 32}, "tok2vec": SMALL_TOK2VEC}}
 
 
 def make_nlp():
@@ -95,16 +92,11 @@ def output(doc: Doc):
 @pytest.fixture(scope="module")
 def trained():
     """The pipeline overfitted on the inline examples, and its losses."""
-    fix_random_seed(0)
-    nlp = make_nlp()
-    history = train(nlp, NAME, make_examples(nlp), 80)
-    return nlp, history
+    return overfit(make_nlp, make_examples, NAME, 80)
 
 
 def test_rhetoric_textcat_initialize_takes_labels_from_the_examples():
-    nlp = make_nlp()
-    nlp.initialize(lambda: make_examples(nlp))
-    textcat = nlp.get_pipe(NAME)
+    textcat = initialized(make_nlp(), NAME, make_examples)
     # 30 outputs, every "level/label" of the taxonomy; all of them annotated
     assert len(textcat.labels) == 30
     assert set(textcat.cfg["trained_labels"]) == set(textcat.labels)
@@ -117,12 +109,14 @@ def test_rhetoric_textcat_update_lowers_the_loss(trained):
 
 def test_rhetoric_textcat_overfits_the_inline_examples(trained):
     nlp, _ = trained
-    for doc, sents in zip(nlp.pipe(TEXTS), TRAIN_DATA):
-        assert [s.text for s in doc.sents] == [s for s, _ in sents]
-        assert predicted_labels(doc) == gold_labels(sents), doc.text
-    scores = nlp.evaluate(make_examples(nlp))
-    for level in LEVELS:
-        assert scores[f"rhetoric_{level}_micro_f"] == 1.0
+    assert_overfits(
+        nlp,
+        TEXTS,
+        lambda doc: ([s.text for s in doc.sents], predicted_labels(doc)),
+        [([s for s, _ in sents], gold_labels(sents)) for sents in TRAIN_DATA],
+        make_examples(nlp),
+        [f"rhetoric_{level}_micro_f" for level in LEVELS],
+    )
 
 
 def test_rhetoric_textcat_round_trips_to_disk_and_bytes(trained, tmp_path):
@@ -138,10 +132,7 @@ def test_rhetoric_textcat_scorer_returns_its_documented_keys(trained):
 
 def test_rhetoric_textcat_needs_initialize_and_usable_examples():
     nlp = make_nlp()
-    with pytest.raises(ValueError, match="E109"):
-        nlp("弯弯的月亮像小船。")
-    textcat = nlp.get_pipe(NAME)
-    assert_initialize_checks_get_examples(textcat, nlp)
+    textcat = assert_needs_initialize(nlp, NAME, "弯弯的月亮像小船。")
     # every label declared unannotated: nothing to learn from
     examples = make_examples(nlp)
     for eg in examples:

@@ -19,7 +19,7 @@ from spacy.training import Example
 from spacy.util import registry
 from thinc.api import ConfigValidationError
 
-from contract_helpers import assert_round_trips
+from contract_helpers import assert_initialize_changes_nothing, assert_round_trips
 
 NAME = "rhetoric_simile_rules"
 COMPONENTS = "rhetoric_components"
@@ -87,10 +87,7 @@ def output(doc: Doc):
 
 
 def test_simile_rules_initialize_needs_no_examples_and_changes_nothing():
-    nlp = make_nlp()
-    before = [output(doc) for doc in nlp.pipe(inputs(nlp))]
-    nlp.initialize()
-    assert [output(doc) for doc in nlp.pipe(inputs(nlp))] == before
+    assert_initialize_changes_nothing(make_nlp(), inputs, output)
 
 
 def test_simile_rules_find_the_gold_sentences_and_components():
