@@ -23,29 +23,34 @@ def nearest_half(curve: Dict[float, float], tolerance: float) -> float:
     return min((t for t in curve if curve[t] >= top - tolerance), key=lambda t: (abs(t - 0.5), -curve[t]))
 
 
-def _predict_last(nlp: Language, name: str, gold: Sequence[GoldDoc], batch_size: int):
-    """``(component, docs, predictions)``: every other component run once on
-    the gold texts, then ``name``'s raw predictions, which its tuner
-    re-decodes per threshold. Raises ValueError without ``name``."""
+def _predict_last(nlp: Language, name: str, devs: Sequence[Sequence[GoldDoc]], batch_size: int):
+    """``(gold, component, docs, predictions)``: the pooled gold docs of
+    ``devs``, every other component run once on their texts, then
+    ``name``'s raw predictions, which its tuner re-decodes per threshold.
+    Raises ValueError without ``name``."""
     from ...analysis.records import single_torch_thread
 
+    gold = [g for dev in devs for g in dev]
     if name not in nlp.pipe_names:
         raise ValueError(f"the pipeline has no {name}")
     pipe = nlp.get_pipe(name)
     with single_torch_thread():
         docs = list(nlp.pipe((g.text for g in gold), batch_size=batch_size, disable=[name]))
-        return pipe, docs, pipe.predict(docs)
+        return gold, pipe, docs, pipe.predict(docs)
 
 
 def _tune_per_label(pipe, docs, predictions, gold, keys: Dict[str, str], support: Counter, f_of,
-                    grid: Sequence[float], min_support: int, tolerance: float) -> Dict[str, Any]:
+                    grid: Optional[Sequence[float]], min_support: int, tolerance: float) -> Dict[str, Any]:
     """The grid search shared by the two tuners: for each ``cfg["thresholds"]``
     key (mapped to its gold label) with enough support, re-decode ``docs``
-    from the one ``predictions`` at every grid value, score the records with
-    ``f_of(records, label)`` and keep :func:`nearest_half`; the thresholds are
-    left set in ``pipe.cfg``."""
+    from the one ``predictions`` at every grid value (``THRESHOLD_GRID``
+    when ``grid`` is None), score the records with ``f_of(records, label)``
+    and keep :func:`nearest_half`; the thresholds are left set in
+    ``pipe.cfg``."""
     from ...analysis.records import doc_to_record
+    from ..util import THRESHOLD_GRID
 
+    grid = THRESHOLD_GRID if grid is None else grid
     thresholds = dict(pipe.cfg.get("thresholds") or {})
     result: Dict[str, Any] = {}
     for key, label in keys.items():
@@ -139,11 +144,7 @@ def tune_thresholds_raw(
     parallelism on 787 of 2,262 simile test sentences). Returns ``{label: {"threshold", "f",
     "support", "grid"}}``. Raises ValueError without a ``rhetoric_textcat``.
     """
-    from ..util import THRESHOLD_GRID
-
-    grid = THRESHOLD_GRID if grid is None else grid
-    gold = [g for dev in devs for g in dev]
-    textcat, docs, predictions = _predict_last(nlp, "rhetoric_textcat", gold, batch_size)
+    gold, textcat, docs, predictions = _predict_last(nlp, "rhetoric_textcat", devs, batch_size)
     support = Counter(lab for g in gold for u in g.units
                       for lab in u.labels.get("coarse", ()) if lab in g.scored.get("coarse", ()))
     devices = [k.split("/", 1)[1] for k in textcat.labels
@@ -173,11 +174,7 @@ def tune_component_thresholds_raw(
     device sentences. Labels with fewer than ``min_support`` dev spans keep
     the default. Returns ``{label: {"threshold", "f", "support", "grid"}}``.
     Raises ValueError without a ``rhetoric_components``."""
-    from ..util import THRESHOLD_GRID
-
-    grid = THRESHOLD_GRID if grid is None else grid
-    gold = [g for dev in devs for g in dev]
-    pipe, docs, predictions = _predict_last(nlp, "rhetoric_components", gold, batch_size)
+    gold, pipe, docs, predictions = _predict_last(nlp, "rhetoric_components", devs, batch_size)
     support = Counter(lab for g in gold for lab, _, _ in (g.components or ()))
 
     def f_of(records: List[Dict[str, Any]], label: str) -> float:
