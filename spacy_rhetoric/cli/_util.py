@@ -10,6 +10,11 @@ markup would drop.
 """
 from __future__ import annotations
 
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Type
+
 import typer
 
 
@@ -50,3 +55,23 @@ def _print_table(title: str, stats: dict) -> None:
     rows = [(split, *map(fmt, values.values())) for split, values in stats.items()]
     header = ("split", *next(iter(stats.values())).keys())
     msg.table(rows, header=header, title=title, divider=True)
+
+
+@contextmanager
+def _fail_on(*errors: Type[BaseException]) -> Iterator[None]:
+    """Inside the block, any of ``errors`` ends the command as a clear error:
+    its message through wasabi's ``msg.fail`` and exit code 1 (no
+    traceback)."""
+    from wasabi import msg
+
+    try:
+        yield
+    except errors as err:
+        msg.fail(str(err), exits=1)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write ``data`` to ``path`` as UTF-8 JSON (indent 1, characters kept,
+    not escaped), creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf8")

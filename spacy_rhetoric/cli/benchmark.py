@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from ._util import _print_table, benchmark_app
+from ._util import _fail_on, _print_table, _write_json, benchmark_app
 from .generate import (
     ADAPTER_PATH,
     ANALYSER,
@@ -95,15 +95,13 @@ def benchmark_pipeline_cmd(
 
     from ..evaluation.benchmark import benchmark_pipelines, pse_test_texts
 
-    try:
+    with _fail_on(ValueError, OSError):
         data = pse_test_texts(pse_dir, split)
         texts = data["texts"][:limit] if limit else data["texts"]
         gold_words = data["gold_words"] if not limit else None
         result = benchmark_pipelines(model, texts, n_processes=n_process, batch_size=batch_size,
                                      repeat=repeat, gold_words=gold_words, competing_load=competing_load,
                                      competing_pin=competing_pin, components=components, threads=threads)
-    except (ValueError, OSError) as err:
-        msg.fail(str(err), exits=1)
     runs = result["results"]
     rows = []
     for run in runs:
@@ -148,11 +146,9 @@ def benchmark_memory_cmd(
     from ..evaluation.benchmark import benchmark_memory
 
     with tempfile.TemporaryDirectory() as workdir:
-        try:
+        with _fail_on(ValueError, OSError):
             result = benchmark_memory(model, pse_dir, sizes=chars, n_process=n_process, max_length=max_length,
                                       workdir=workdir)
-        except (ValueError, OSError) as err:
-            msg.fail(str(err), exits=1)
     rows = [(r["chars"], f"{r['peak_rss_mib']:.0f}", f"{r['seconds']:.1f}", r["returncode"],
              r["sentences"] if r["error"] is None else r["error"]) for r in result["rows"]]
     msg.table(rows, header=("characters", "peak RSS MiB", "seconds", "exit code", "sentences / error"), divider=True,
@@ -191,11 +187,9 @@ def benchmark_versus_cmd(
             msg.fail(f"--side takes PYTHON=MODEL, got {item!r}", exits=1)
         sides.append((python, model))
     with tempfile.TemporaryDirectory() as workdir:
-        try:
+        with _fail_on(ValueError, RuntimeError, OSError):
             result = benchmark_versus(sides, pse_dir=pse_dir, split=split, n_processes=n_process,
                                       batch_size=batch_size, rounds=rounds, workdir=workdir)
-        except (ValueError, RuntimeError, OSError) as err:
-            msg.fail(str(err), exits=1)
     rows = [(f"{s['python']} {s['model']}", n, f"{v['seconds_best']:.2f} / {v['seconds_median']:.2f}",
              f"{v['chars_per_second_median']:.0f}" if v["chars_per_second_median"] else "-",
              f"{s['speedup_vs_first_median'][n]:.2f}x")
@@ -223,14 +217,10 @@ def benchmark_latency_cmd(
 
     from ..evaluation.benchmark import benchmark_latency, long_essays
 
-    try:
+    with _fail_on(ValueError):
         essays = long_essays(pse_dir, chars, n)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
-    try:
+    with _fail_on(OSError):
         result = benchmark_latency(model, essays["texts"], repeat=repeat)
-    except OSError as err:
-        msg.fail(str(err), exits=1)
     result["ids"] = essays["ids"]
     rows = [(r["model"], r["version"], f"{r['load_seconds']:.1f}", r["requests"], f"{r['p50_seconds']:.3f}",
              f"{r['p95_seconds']:.3f}", f"{r['mean_seconds']:.3f}", f"{r['max_seconds']:.3f}", f"{r['peak_rss_mib']:.0f}")
@@ -337,8 +327,7 @@ def benchmark_generation_cmd(
     result.update({"model_path": model_path, "adapter_path": adapter_path, "prompt_style": prompt_style, "device": device})
     typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+        _write_json(output, result)
 
 
 @benchmark_app.command("suggestions")
@@ -379,6 +368,5 @@ def time_suggestions_cmd(
               "n_shots": n_shots, "k": k, "requests": [str(p) for p in requests],
               "devices": {d: sum(r.rhetoric == d for r in timed) for d in dict.fromkeys(r.rhetoric for r in timed)},
               "cpu": platform.processor() or platform.machine(), "latency": time_requests(gen, timed, counts)}
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+    _write_json(output, result)
     typer.echo(json.dumps(result, ensure_ascii=False, indent=1))

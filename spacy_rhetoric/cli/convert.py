@@ -6,7 +6,10 @@ from typing import List, Optional
 
 import typer
 
-from ._util import _print_table, _vocab, convert_app
+from ._util import _fail_on, _print_table, _vocab, convert_app
+
+#: --pkuseg-model of the converters that segment like the shipped pipeline.
+PKUSEG_MODEL = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)")
 
 
 @convert_app.command("pse-i")
@@ -76,16 +79,12 @@ def convert_configure_cmd(
 
     import spacy
 
-    from wasabi import msg
-
     from ..corpora.configure import convert_configure
     from ..errors import CorpusFormatError
     from ..taxonomy import CONFIGURE_FIGURES
 
-    try:
+    with _fail_on(CorpusFormatError, ValueError):
         stats = convert_configure(path, output_dir, spacy.blank("zh"), None if no_split else split)
-    except (CorpusFormatError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     rows = {
         part: {**{k: v for k, v in asdict(s).items() if k != "per_label"}, **{lab: s.per_label.get(lab, 0) for lab in CONFIGURE_FIGURES}}
         for part, s in stats.items()
@@ -127,7 +126,7 @@ def convert_cmdag_cmd(
 def convert_cmc_cmd(
     cmc_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.tsv (label<TAB>text)"),
     output_dir: Path = typer.Argument(..., help="Writes train/dev/test.spacy and split.json here"),
-    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
+    pkuseg_model: Optional[Path] = PKUSEG_MODEL,
     seed: int = typer.Option(0, "--seed", help="Seed of the held-out split"),
     strict: bool = typer.Option(False, "--strict", help="Fail on the first malformed line instead of skipping and listing it"),
     annotations: Optional[Path] = typer.Option(None, "--annotations", exists=True, file_okay=False, help="Our reading of the training split's label-1 texts (annotations/cmc-positives): metaphor / personification and its object and content"),
@@ -144,11 +143,9 @@ def convert_cmc_cmd(
     model = pkuseg_model or default_pkuseg_model()
     segmentation = f"pkuseg model {model}" if model else "characters (no pkuseg model found)"
     msg.info(f"segmentation: {segmentation}")
-    try:
+    with _fail_on(CorpusFormatError):
         result = convert_cmc(cmc_dir, output_dir, make_nlp(model), seed=seed, strict=strict, segmentation=segmentation,
                              annotations_dir=annotations)
-    except CorpusFormatError as err:
-        msg.fail(str(err), exits=1)
     keys = list(next(iter(result["splits"].values())))  # the training split's, annotated counts included
     stats = {split: {k: v.get(k, 0) for k in keys} for split, v in result["splits"].items()}
     stats["total"] = {k: sum(v[k] for v in stats.values()) for k in keys}
@@ -163,7 +160,7 @@ def convert_cmc_cmd(
 def convert_cmre_cmd(
     cmre_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.jsonlines and dev.jsonlines"),
     output_dir: Path = typer.Argument(..., help="Writes train.spacy and dev.spacy here"),
-    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
+    pkuseg_model: Optional[Path] = PKUSEG_MODEL,
     annotations: Optional[Path] = typer.Option(None, "--annotations", exists=True, file_okay=False, help="Our annotation of the relation-only sentences (annotations/cmre-relation-only): metaphor / personification and its object and content"),
 ) -> None:
     """CMRE (metaphorical relations) -> one Doc per sentence with partial CERD
@@ -178,10 +175,8 @@ def convert_cmre_cmd(
     from ..errors import CorpusFormatError
     from ..tokenizer.chinese import make_nlp
 
-    try:
+    with _fail_on(CorpusFormatError, FileNotFoundError):
         stats = convert_cmre(cmre_dir, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()), annotations)
-    except (CorpusFormatError, FileNotFoundError) as err:
-        msg.fail(str(err), exits=1)
     for split, row in stats.items():
         lines = row.pop("inconsistent_lines")
         if lines:
@@ -194,23 +189,19 @@ def convert_cmre_cmd(
 def convert_hypo_cn_cmd(
     hypo_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="Folder with train.1, train.0, valid.1 and valid.0"),
     output_dir: Path = typer.Argument(..., help="Writes train.spacy and valid.spacy here"),
-    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
+    pkuseg_model: Optional[Path] = PKUSEG_MODEL,
     annotations: Optional[Path] = typer.Option(None, "--annotations", exists=True, file_okay=False, help="Our annotation of the training hyperboles (annotations/hypo-cn): hyperbole forms, contents, objects and contents"),
 ) -> None:
     """HYPO-cn -> one Doc per sentence: hyperbole positive (.1) or negative
     (.0), every other label unknown; with --annotations the hyperbole forms,
     contents and components of train.1 (spacy_rhetoric/corpora/hypo_cn.py)."""
-    from wasabi import msg
-
     from ..corpora.cmc import default_pkuseg_model
     from ..corpora.hypo_cn import convert_hypo_cn
     from ..errors import CorpusFormatError
     from ..tokenizer.chinese import make_nlp
 
-    try:
+    with _fail_on(CorpusFormatError, FileNotFoundError):
         stats = convert_hypo_cn(hypo_dir, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()), annotations)
-    except (CorpusFormatError, FileNotFoundError) as err:
-        msg.fail(str(err), exits=1)
     _print_table(f"HYPO-cn -> {output_dir}", stats)
 
 
@@ -219,23 +210,19 @@ def convert_configure_devices_cmd(
     path: Path = typer.Argument(..., exists=True, dir_okay=False, help="ConFiguRe JSON file (../shared/data/configure/valid.json)"),
     output_dir: Path = typer.Argument(..., help="Writes train.spacy and dev.spacy here"),
     split: Path = typer.Option(Path("configs/configure_split.json"), "--split", exists=True, dir_okay=False, help="The split by work"),
-    pkuseg_model: Optional[Path] = typer.Option(None, "--pkuseg-model", exists=True, file_okay=False, help="Segment with this model (default: the shipped pipeline's, else characters)"),
+    pkuseg_model: Optional[Path] = PKUSEG_MODEL,
 ) -> None:
     """ConFiguRe's 比喻, 比拟, 夸张 and 排比 units as sentence labels of the four
     CERD devices (one Doc per passage, its sentences cut at sentence-final
     punctuation; spacy_rhetoric/corpora/configure_devices.py), for the
     sentence classifier."""
-    from wasabi import msg
-
     from ..corpora.cmc import default_pkuseg_model
     from ..corpora.configure_devices import convert_configure_devices
     from ..errors import CorpusFormatError
     from ..tokenizer.chinese import make_nlp
 
-    try:
+    with _fail_on(CorpusFormatError, ValueError):
         stats = convert_configure_devices(path, split, output_dir, make_nlp(pkuseg_model or default_pkuseg_model()))
-    except (CorpusFormatError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     _print_table(f"ConFiguRe, four CERD devices -> {output_dir}", stats)
 
 
@@ -373,10 +360,8 @@ def hypo_cn_annotations_cmd(
     from ..corpora.hypo_cn import build_annotations
     from ..errors import CorpusFormatError
 
-    try:
+    with _fail_on(CorpusFormatError, FileNotFoundError):
         stats = build_annotations(raw_dir, hypo_dir, output_dir)
-    except (CorpusFormatError, FileNotFoundError) as err:
-        msg.fail(str(err), exits=1)
     _print_table(f"HYPO-cn annotation sheets -> {output_dir}", stats)
     for name, row in stats.items():
         if row["missing"]:

@@ -1,13 +1,12 @@
 """``rhetoric evaluate ...``: the raw-path evaluation (raw text in, scored by characters), analysis records, the linker, ConFiguRe figurative units, the segmenter, and verified suggestions."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from ._util import _print_table, evaluate_app
+from ._util import _fail_on, _print_table, _write_json, evaluate_app
 from .generate import (
     ADAPTER_PATH,
     ANALYSER,
@@ -50,12 +49,10 @@ def evaluate_raw_cmd(
 
     from ..evaluation.raw_path import evaluate_raw, headline_rows
 
-    try:
+    with _fail_on(OSError, ValueError):
         config = {"components": {"rhetoric_textcat": {"parallelism_kinds": ["in_paragraph"]}}} if in_paragraph_labels else None
         r = evaluate_raw(model, corpus, shared=shared, annotations=annotations, split=split,
                          gold_units=gold_units, batch_size=batch_size, config=config, output=output)
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     for name, entry in r["corpora"].items():
         header = ("score", "P", "R", "F1", "gold units F1" if gold_units else "")
         msg.table(headline_rows(entry), header=header, divider=True,
@@ -87,11 +84,9 @@ def score_records_cmd(
     from ..corpora.jsonio import iter_jsonl_objects
     from ..evaluation.raw_path import align_records, device_counts, headline_rows, read_gold, score_records
 
-    try:
+    with _fail_on(OSError, ValueError):
         gold, aligned, missing = align_records(read_gold(corpus, shared, annotations, split),
                                                (rec for _, rec in iter_jsonl_objects(records)))
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     if missing:
         msg.warn(f"{len(missing)} {corpus} {split} texts have no record and are not scored: {', '.join(missing[:10])}")
     msg.table(device_counts(gold, aligned), header=("", "analysed", "gold"), divider=True,
@@ -119,11 +114,9 @@ def evaluate_linker_raw_cmd(
 
     from ..evaluation.linker_raw import evaluate_linker_raw, score_rows
 
-    try:
+    with _fail_on(OSError, ValueError):
         r = evaluate_linker_raw(model, corpus=corpus, split=split, shared=shared, annotations=annotations,
                                 biases=o_bias or [None], batch_size=batch_size, output=output)
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     msg.table(score_rows(r), header=("o_bias", "EPM F1", "MPBM F1", "MBAWO F1", "MWO F1", "EPM P", "EPM R"), divider=True,
               title=f"{model} {r['version']} linker on {corpus} {split} as raw text: {r['texts']} texts, {r['seconds']} s")
     if output is not None:
@@ -153,8 +146,7 @@ def evaluate_configure_cmd(
     align = scores["clause_alignment"]
     msg.info(f"gold units on clause boundaries: {align['aligned']} of {align['units']}")
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(scores, ensure_ascii=False, indent=1), encoding="utf8")
+        _write_json(output, scores)
 
 
 @evaluate_app.command("segmenter")
@@ -229,8 +221,7 @@ def evaluate_suggestions_cmd(
     if latency_sample:
         gen.backend.batch_size = max(counts)
         result["latency"] = time_requests(gen, latency_requests(picked, latency_sample), counts)
-    summary_path.parent.mkdir(parents=True, exist_ok=True)
-    summary_path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+    _write_json(summary_path, result)
     typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
 
 

@@ -1,13 +1,12 @@
 """``rhetoric pipeline ...``: build and change pipeline folders: finalize, assemble, add, swap and average components, train the separately trained parts (segmenter, figurative units, the generator's LoRA)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from ._util import _vocab, pipeline_app
+from ._util import _fail_on, _vocab, _write_json, pipeline_app
 
 DATA = Path("../shared/data/configure/valid.json")
 SPLIT = Path("configs/configure_split.json")
@@ -80,10 +79,8 @@ def add_component_cmd(
 
     from ..packaging import add_component
 
-    try:
+    with _fail_on(OSError, ValueError):
         nlp = add_component(target, source, name, before=before, corpora=corpus)
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     msg.good(f"{target}: {', '.join(nlp.pipe_names)}")
 
 
@@ -116,10 +113,8 @@ def swap_component_cmd(
             values[key] = json.loads(value)
         except json.JSONDecodeError:
             msg.fail(f"--cfg {item!r}: the value is not JSON", exits=1)
-    try:
+    with _fail_on(OSError, ValueError):
         version = swap_component(target, source, name, cfg=values, lock=lock, average_weight=average, version=version)
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     msg.good(f"{target}: {name} from {source}, version {version}")
 
 
@@ -142,10 +137,8 @@ def average_classifiers_cmd(
 
     from ..packaging import average_classifiers
 
-    try:
+    with _fail_on(OSError, ValueError):
         nlp = average_classifiers(target, second, output, second_weight=second_weight, name=name, version=version)
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     msg.good(f"wrote {output}: {', '.join(nlp.pipe_names)}")
 
 
@@ -202,8 +195,7 @@ def train_figurative_units_cmd(
     for key in ("extraction_f", "classification_micro_f", "classification_macro_f", "recognition_f", "recognition_macro_f", "overlap_f"):
         typer.echo(f"dev {key}: {dev[key]:.4f}")
     if metrics:
-        metrics.parent.mkdir(parents=True, exist_ok=True)
-        metrics.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+        _write_json(metrics, result)
 
 
 @pipeline_app.command("add-figurative-units")

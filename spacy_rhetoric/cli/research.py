@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from ._util import research_app
+from ._util import _fail_on, _write_json, research_app
 from .generate import (
     ADAPTER_PATH,
     API_KEY_ENV,
@@ -103,10 +103,8 @@ def evaluate_essays_cmd(
     from ..research.whole_essays import evaluate_whole_essays, headline_rows
 
     torch.set_num_threads(threads)
-    try:
+    with _fail_on(OSError, ValueError):
         r = evaluate_whole_essays(model, data, before=before, gold_sents=gold_sents, output=output)
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     msg.table(headline_rows(r), header=("score", "paragraphs", "whole essays"), divider=True,
               title=f"{model} ({', '.join(r['encoders']) or 'no paragraph-wise encoder'}) on {data}: {r['cut']['essays']} essays, {r['n_paragraphs']} paragraphs")
     msg.info("cut: " + ", ".join(f"{k} {v}" for k, v in r["cut"].items()))
@@ -128,10 +126,8 @@ def evaluate_cmc_cmd(
 
     from ..research.cmc import evaluate_cmc
 
-    try:
+    with _fail_on(OSError, ValueError):
         r = evaluate_cmc(model, data, output=output, batch_size=batch_size)
-    except (OSError, ValueError) as err:
-        msg.fail(str(err), exits=1)
     rows = []
     for decision, block in (("metaphor or personification", r), ("metaphor alone", r["metaphor_only"])):
         for subset in ("overall", "with_xiang", "without_xiang"):
@@ -291,8 +287,7 @@ def reverify_suggestions_cmd(
             after.append(row)
     result = {"rows": str(rows), "analyser": analyser, "summary": summarize(after, counts),
               "summary_before": summarize(before, counts)}
-    summary_path.parent.mkdir(parents=True, exist_ok=True)
-    summary_path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf8")
+    _write_json(summary_path, result)
     typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
 
 

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from ._util import tune_app
+from ._util import _fail_on, tune_app
 
 
 @tune_app.command("thresholds")
@@ -79,10 +79,8 @@ def tune_object_thresholds_cmd(
 
     if not 0.0 < min_precision <= 1.0:
         msg.fail(f"--min-precision must be in (0, 1], got {min_precision}", exits=1)
-    try:
+    with _fail_on(ValueError):
         pairs = labelled_pairs(list(read_jsonl(requests)), device)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
     nlp = load_pipeline(model)
     label = OBJECT_COMPONENT[device]
     table = sweep(score_pairs(nlp, pairs, device, n_context))
