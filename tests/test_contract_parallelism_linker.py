@@ -26,6 +26,7 @@ from contract_helpers import (
     overfit,
 )
 from spacy_rhetoric import parallelisms, set_parallelisms
+from spacy_rhetoric.runtime.threads import torch_threads
 
 NAME = "parallelism_linker"
 
@@ -44,12 +45,8 @@ SMALL = {"model": {"hidden_width": 32, "dropout": 0.0, "tok2vec": SMALL_TOK2VEC}
 @pytest.fixture(autouse=True)
 def one_torch_thread():
     """The BiLSTM on one thread (the machine may be shared)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 def make_nlp():

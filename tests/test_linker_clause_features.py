@@ -8,6 +8,8 @@ import spacy
 import srsly
 from spacy.tokens import Doc
 
+from spacy_rhetoric.runtime.threads import torch_threads
+
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = sorted(p.parent for p in (ROOT / "pipelines").glob("*/config.cfg"))
 
@@ -15,12 +17,8 @@ PIPELINES = sorted(p.parent for p in (ROOT / "pipelines").glob("*/config.cfg"))
 @pytest.fixture(autouse=True, scope="module")
 def _one_torch_thread():
     """The BiLSTM on one thread: on a shared 2-core machine more threads are much slower."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 def test_clauses_cover_every_word_and_end_at_clause_punctuation():

@@ -31,6 +31,7 @@ from spacy_rhetoric.annotation import (
     sentence_spans,
 )
 from spacy_rhetoric.corpora.readers import gold_word_example
+from spacy_rhetoric.runtime.threads import torch_threads
 from spacy_rhetoric.spangroups import PARALLELISM_KEY, parallelism_offsets, parallelisms, set_parallelisms
 from spacy_rhetoric.taxonomy import LEVEL_LABELS, LEVELS
 
@@ -292,12 +293,8 @@ def test_rhetoric_components_overfitting_IO(tmp_path):
 @pytest.fixture
 def one_torch_thread():
     """The BiLSTM on one thread (the test machine may be shared)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 def linker_output(doc: Doc):

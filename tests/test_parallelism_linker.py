@@ -9,6 +9,7 @@ from spacy.training import Example
 from spacy.util import load_config
 
 import spacy_rhetoric
+from spacy_rhetoric.runtime.threads import torch_threads
 from spacy_rhetoric.spangroups import parallelism_offsets
 from spacy_rhetoric.scorers.parallelism import score_groups
 
@@ -36,12 +37,8 @@ TINY_MODEL = {
 @pytest.fixture(autouse=True, scope="module")
 def _one_torch_thread():
     """The BiLSTM on one thread: on a shared 2-core machine more threads are ~30x slower."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 def _examples(nlp, docs):

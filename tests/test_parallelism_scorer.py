@@ -16,6 +16,7 @@ from spacy_rhetoric.scorers.parallelism import (
     score_groups,
     score_parallelism,
 )
+from spacy_rhetoric.runtime.threads import torch_threads
 from spacy_rhetoric.spangroups import parallelism_offsets, set_parallelisms
 
 from pse_cache import first_essays, split_docs
@@ -24,12 +25,8 @@ from pse_cache import first_essays, split_docs
 @pytest.fixture(autouse=True, scope="module")
 def _one_torch_thread():
     """The BiLSTM on one thread: on a shared 2-core machine more threads are ~30x slower."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 def _assert_parity(pairs):
