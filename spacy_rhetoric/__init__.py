@@ -9,7 +9,7 @@ spacy-experimental does).
 from .spangroups import parallelisms, set_parallelisms
 
 __all__ = ["parallelisms", "set_parallelisms", "doc_to_record"]
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 
 def __getattr__(name: str):
