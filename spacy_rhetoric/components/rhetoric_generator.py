@@ -563,7 +563,7 @@ class RhetoricGenerator:
     @property
     def verifier(self) -> Verifier:
         """The verification settings of ``cfg``, with the reranker."""
-        return Verifier.from_cfg(self.cfg, self.reranker)
+        return Verifier.from_cfg(self.cfg, reranker=self.reranker)
 
     def _run(self, jobs: List[tuple], n: int, *, weights: Optional[Dict[str, float]] = None,
              time_budget: Optional[float] = None) -> List[Suggestion]:

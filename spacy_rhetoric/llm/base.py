@@ -10,8 +10,8 @@ spacy-llm gives its tasks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import List, Optional, Protocol, Sequence, runtime_checkable
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import catalogue
 from spacy.util import registry
@@ -76,3 +76,38 @@ class LLMBackend(Protocol):
         means deterministic (greedy) decoding.
         """
         ...
+
+
+#: Field types whose values a saved ``cfg`` holds as plain JSON numbers and booleans.
+_CASTS = {"int": int, "float": float, "bool": bool, int: int, float: float, bool: bool}
+
+
+class SettingsBlock:
+    """A dataclass of ``rhetoric_generator`` settings (the ``task``,
+    ``sampling`` and ``verifier`` blocks) that the component keeps flat in
+    its ``cfg``: :meth:`from_cfg` rebuilds the block from those settings
+    (missing ones take the dataclass defaults), :attr:`cfg` gives them back
+    as JSON values (``int``, ``float`` and ``bool`` fields cast, dicts
+    copied). Fields named in ``UNSAVED`` (objects rebuilt from config, such
+    as a reranker) are neither read nor saved."""
+
+    UNSAVED: ClassVar[Tuple[str, ...]] = ()
+
+    @classmethod
+    def from_cfg(cls, cfg: Dict[str, Any], **unsaved: Any) -> Any:
+        """The block of a component's settings; ``unsaved`` gives the
+        ``UNSAVED`` fields."""
+        saved = {f.name: cfg[f.name] for f in fields(cls) if f.name not in cls.UNSAVED and f.name in cfg}
+        return cls(**saved, **unsaved)
+
+    @property
+    def cfg(self) -> Dict[str, Any]:
+        """The settings, as the component saves them."""
+        out = {}
+        for f in fields(self):
+            if f.name in self.UNSAVED:
+                continue
+            value = getattr(self, f.name)
+            cast = _CASTS.get(f.type)
+            out[f.name] = cast(value) if cast else dict(value) if isinstance(value, dict) else value
+        return out

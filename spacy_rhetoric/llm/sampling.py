@@ -16,15 +16,15 @@ of ``spacy_rhetoric.Transformers.v1``, ``extra_body`` of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict
 
 from spacy.util import registry
 
 from ..errors import Errors
+from .base import SettingsBlock
 
 
 @dataclass
-class Sampling:
+class Sampling(SettingsBlock):
     """n_candidates: candidates drawn per request (identical generations
         are merged, so fewer may come back).
     temperature: 0 = greedy / deterministic; passed to the backend.
@@ -50,18 +50,6 @@ class Sampling:
             if getattr(self, name) < minimum:
                 raise ValueError(Errors.R007.format(name=name, minimum=minimum, value=getattr(self, name)))
 
-    @classmethod
-    def from_cfg(cls, cfg: Dict[str, Any]) -> "Sampling":
-        """The sampling of a ``rhetoric_generator``'s settings (its ``cfg``)."""
-        return cls(cfg.get("n_candidates", 3), cfg.get("temperature", 0.7), cfg.get("max_new_tokens", 96),
-                   cfg.get("time_budget", 0.0), cfg.get("round_size", 0))
-
-    @property
-    def cfg(self) -> Dict[str, Any]:
-        """The settings, as the component saves them."""
-        return {"n_candidates": int(self.n_candidates), "temperature": float(self.temperature),
-                "max_new_tokens": int(self.max_new_tokens), "time_budget": float(self.time_budget),
-                "round_size": int(self.round_size)}
 
 
 @registry.misc("spacy_rhetoric.GenerationSampling.v1")

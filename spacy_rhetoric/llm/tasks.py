@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import Errors
-from .base import Completion, registry
+from .base import Completion, SettingsBlock, registry
 from .completion import (BRANCH_BREAKS, BRANCH_STOPS, LEADS, STOP, Lead, make_lead, parse_completion, render_rg_completion,
                          select_shots)
 from .prompts import RG_DEVICES, RG_TEMPLATES, ParsedAnswer, parse_generation, render_rg_prompt, rg_messages
@@ -207,7 +207,7 @@ def check_lead(prompt_style: str, lead: str) -> None:
 
 
 @dataclass
-class RhetoricGenerationTask:
+class RhetoricGenerationTask(SettingsBlock):
     """What ``rhetoric_generator`` asks of its model, and how (CERD task RG,
     ``papers/000`` §3.2): the prompts, the call and the parsing of one
     :data:`PROMPT_STYLES` task (:class:`InstructionRGTask` or
@@ -253,19 +253,6 @@ class RhetoricGenerationTask:
         if self.n_context < 0:
             raise ValueError(Errors.R007.format(name="n_context", minimum=0, value=self.n_context))
 
-    @classmethod
-    def from_cfg(cls, cfg: Dict[str, Any]) -> "RhetoricGenerationTask":
-        """The task of a ``rhetoric_generator``'s settings (its ``cfg``)."""
-        return cls(cfg.get("prompt_style", "instruction"), cfg.get("language", "zh"), cfg.get("n_context", 3),
-                   cfg.get("rewrite", True), cfg.get("max_sentence_chars", 300), cfg.get("lead", "none"),
-                   cfg.get("shots", {}))
-
-    @property
-    def cfg(self) -> Dict[str, Any]:
-        """The settings, as the component saves them."""
-        return {"n_context": int(self.n_context), "language": self.language, "rewrite": bool(self.rewrite),
-                "max_sentence_chars": int(self.max_sentence_chars), "prompt_style": self.prompt_style,
-                "shots": self.shots, "lead": self.lead}
 
     @property
     def style(self) -> Any:

@@ -70,6 +70,7 @@ from spacy.util import registry
 from ..analysis.render import devices_of
 from ..errors import Errors
 from ..taxonomy import COARSE_ZH, COMPONENTS, OBJECT_COMPONENT
+from .base import SettingsBlock
 from .completion import join_sentences
 from .rhetoric_success import object_matches
 
@@ -347,7 +348,7 @@ def check_weights(weights: Dict[str, float]) -> Dict[str, float]:
 
 
 @dataclass
-class Verifier:
+class Verifier(SettingsBlock):
     """How ``rhetoric_generator`` verifies and ranks its candidates: the
     ``verifier`` block.
 
@@ -378,22 +379,14 @@ class Verifier:
     min_branches: int = 3
     reranker: Optional[Callable[..., List[float]]] = None
 
+    #: the reranker is rebuilt from config, not saved with the settings
+    UNSAVED = ("reranker",)
+
     def __post_init__(self) -> None:
         self.weights = check_weights(dict(self.weights or {}))
         if self.min_branches < 2:
             raise ValueError(Errors.R007.format(name="min_branches", minimum=2, value=self.min_branches))
 
-    @classmethod
-    def from_cfg(cls, cfg: Dict[str, Any], reranker: Optional[Callable[..., List[float]]] = None) -> "Verifier":
-        """The verifier of a ``rhetoric_generator``'s settings (its ``cfg``)."""
-        return cls(cfg.get("verify", True), cfg.get("analyser", "self"), cfg.get("weights", {}),
-                   cfg.get("kenlm_path"), cfg.get("min_branches", 3), reranker)
-
-    @property
-    def cfg(self) -> Dict[str, Any]:
-        """The settings, as the component saves them (the reranker is rebuilt from config)."""
-        return {"verify": bool(self.verify), "analyser": self.analyser, "weights": dict(self.weights),
-                "kenlm_path": self.kenlm_path, "min_branches": int(self.min_branches)}
 
 
 @registry.misc("spacy_rhetoric.SuggestionVerifier.v1")
